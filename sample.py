@@ -1,0 +1,208 @@
+"""
+Batched sampling with a KV cache: the hot loop of RL.
+
+    out = generate(model, prompts, max_new_tokens=64, num_samples=8, temperature=1.0, stop_token=END_ID,
+                   generator=torch.Generator().manual_seed(0))
+    out.tokens   # (P * num_samples, T) generated tokens, prompt-major: rows 0..num_samples-1 belong to prompt 0
+    out.mask     # (P * num_samples, T) True on generated tokens up to and including the stop token
+    out.logprobs # (P * num_samples, T) log-prob of each sampled token under the sampling distribution
+
+How it works: the P prompts are left-padded to a common length and prefilled once, at batch P; their keys and
+values stay in the cache once and are shared by the num_samples rows of each prompt (model.KVCache). Every one
+of the P * num_samples rows samples its own first token from the prefill logits (a shared first token would give every rollout of a group the same start). Each step feeds one
+token per row; a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later
+tokens are masked out. The mask comes from positions (the index of each row's first stop), never from ids.
+
+generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
+a time. At temperature 0 both must produce the same tokens (tests/test_sample.py).
+
+Command line (prints samples from a checkpoint trained by train.py):
+    python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from model import KVCache, autocast
+
+
+@dataclass
+class Generation:
+    tokens: torch.Tensor      # (R, T) long, generated tokens only; row r answers prompts[r // num_samples]
+    mask: torch.Tensor        # (R, T) bool
+    logprobs: torch.Tensor    # (R, T) float32, 0 where mask is False
+
+    @property
+    def lengths(self):
+        return self.mask.sum(dim=1)
+
+
+def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p):
+    if len(prompts) == 0:
+        raise ValueError("prompts is empty: pass a list of token-id lists")
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("prompts contains an empty prompt: every prompt needs at least one token (e.g. BOS)")
+    longest, block = max(len(p) for p in prompts), model.config.block_size
+    if longest > block:
+        raise ValueError(f"prompts: longest prompt has {longest} tokens, more than block_size={block}")
+    if max_new_tokens < 1 or longest + max_new_tokens > block:
+        raise ValueError(f"max_new_tokens={max_new_tokens}: prompt ({longest}) + new tokens must be in "
+                         f"[1, block_size={block}]")
+    if num_samples < 1:
+        raise ValueError(f"num_samples={num_samples} must be >= 1")
+    if not temperature >= 0:
+        raise ValueError(f"temperature={temperature} must be >= 0 (0 means greedy)")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k={top_k} must be >= 1 or None")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p={top_p} must be in (0, 1] or None")
+
+
+def sampling_logprobs(logits, temperature=1.0, top_k=None, top_p=None):
+    """Log-probs (..., V) of the distribution we sample from: logits / temperature, then the top-k and
+    nucleus (top-p) filters, renormalized. Tokens outside the kept set get -inf."""
+    logits = logits.float() / max(temperature, 1e-8)
+    if top_k is not None and top_k < logits.size(-1):
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        drop = probs.cumsum(dim=-1) - probs >= top_p  # keep the smallest prefix whose mass reaches top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits.log_softmax(dim=-1)
+
+
+def _pick(logits, temperature, top_k, top_p, generator):
+    """One token per row -> (tokens (R,), log-probs (R,) under the sampling distribution)."""
+    if temperature == 0:
+        tok = logits.argmax(dim=-1)
+        return tok, torch.zeros(tok.shape, device=tok.device)  # greedy: a point mass, log-prob 0
+    logp = sampling_logprobs(logits, temperature, top_k, top_p)
+    tok = _draw(logp.exp(), generator)
+    return tok, logp.gather(1, tok[:, None]).squeeze(1)
+
+
+def _draw(probs, generator):
+    """Inverse-CDF sampling, one uniform per row: token i iff cdf[i-1] <= u * cdf[-1] < cdf[i], so a token
+    of probability 0 is never drawn. (torch.multinomial draws one exponential per vocabulary entry.)"""
+    cdf = probs.cumsum(dim=-1)                                                     # (R, V)
+    total = cdf[:, -1:]
+    u = torch.rand(total.shape, generator=generator, device=probs.device) * total
+    u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))         # u < total after rounding
+    return torch.searchsorted(cdf, u, right=True).squeeze(1)
+
+
+def _finish(tokens, logprobs, stop_token):
+    """Mask from positions: True up to and including each row's first stop token (all True if none)."""
+    R, T = tokens.shape
+    steps = torch.arange(T, device=tokens.device).expand(R, T)
+    if stop_token is None:
+        mask = torch.ones_like(tokens, dtype=torch.bool)
+    else:
+        is_stop = tokens == stop_token
+        first = torch.where(is_stop.any(1), is_stop.float().argmax(1), torch.full_like(tokens[:, 0], T))
+        mask = steps <= first[:, None]
+    fill = 0 if stop_token is None else stop_token
+    return Generation(tokens.masked_fill(~mask, fill), mask, logprobs.masked_fill(~mask, 0.0))
+
+
+@torch.no_grad()
+def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
+             stop_token=None, generator=None):
+    """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache."""
+    _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
+    device = next(model.parameters()).device
+    P, Tp = len(prompts), max(len(p) for p in prompts)
+    idx = torch.zeros((P, Tp), dtype=torch.long)
+    for i, p in enumerate(prompts):  # left-pad: every prompt ends in slot Tp - 1
+        idx[i, Tp - len(p):] = torch.tensor(p, dtype=torch.long)
+    idx = idx.to(device)
+    start = torch.tensor([Tp - len(p) for p in prompts], device=device)
+    cache_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    R, T = P * num_samples, max_new_tokens
+    tokens = torch.zeros((R, T), dtype=torch.long, device=device)
+    logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
+    done = torch.zeros(R, dtype=torch.bool, device=device)
+    with autocast(device.type):
+        cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype)
+        logits = model(idx, kv_cache=cache)[:, -1]                     # prefill once per prompt: (P, V)
+        logits = logits.repeat_interleave(num_samples, dim=0)           # (R, V): each row samples its own
+        for t in range(T):
+            tok, lp = _pick(logits, temperature, top_k, top_p, generator)
+            tokens[:, t], logprobs[:, t] = tok, lp
+            if stop_token is not None:
+                done |= tok == stop_token
+                if bool(done.all()):
+                    tokens, logprobs = tokens[:, :t + 1], logprobs[:, :t + 1]
+                    break
+            if t + 1 < T:
+                logits = model(tok[:, None], kv_cache=cache)[:, -1]
+    return _finish(tokens, logprobs, stop_token)
+
+
+@torch.no_grad()
+def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
+                   stop_token=None, generator=None):
+    """Reference sampler: no cache, no padding; a full forward of the whole sequence for every new token."""
+    _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
+    device = next(model.parameters()).device
+    rows_tok, rows_lp = [], []
+    with autocast(device.type):
+        for p in prompts:
+            x = torch.tensor(p, dtype=torch.long, device=device).repeat(num_samples, 1)  # (S, Tp)
+            lps = []
+            for _ in range(max_new_tokens):
+                logits = model(x)[:, -1]
+                tok, lp = _pick(logits, temperature, top_k, top_p, generator)
+                x, lps = torch.cat([x, tok[:, None]], dim=1), lps + [lp]
+                if stop_token is not None and bool((x[:, len(p):] == stop_token).any(1).all()):
+                    break
+            rows_tok.append(x[:, len(p):])
+            rows_lp.append(torch.stack(lps, dim=1))
+    T = max(t.shape[1] for t in rows_tok)
+    pad = lambda t, v: F.pad(t, (0, T - t.shape[1]), value=v)
+    fill = 0 if stop_token is None else stop_token
+    return _finish(torch.cat([pad(t, fill) for t in rows_tok]), torch.cat([pad(l, 0.0) for l in rows_lp]),
+                   stop_token)
+
+
+def main(argv=None):
+    from model import CheckpointError, load_checkpoint
+    from tasks import tokenizer as tok
+
+    ap = argparse.ArgumentParser(description="Print samples from a checkpoint.")
+    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
+    ap.add_argument("--prompt", default="", help="prompt text (a task prompt from train.py's log, say)")
+    ap.add_argument("--num_samples", type=int, default=4, help="completions to draw")
+    ap.add_argument("--max_new_tokens", type=int, default=64, help="tokens per completion")
+    ap.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
+    ap.add_argument("--top_k", type=int, default=None, help="sample among the k most likely tokens")
+    ap.add_argument("--top_p", type=float, default=None, help="nucleus sampling mass")
+    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
+    args = ap.parse_args(argv)
+    try:
+        model, _ = load_checkpoint(args.ckpt)
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    model.eval()
+    prompt = [tok.BOS_ID] + tok.encode(args.prompt.replace("\\n", "\n"))
+    max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
+    try:
+        out = generate(model, [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
+                       stop_token=tok.END_ID, generator=torch.Generator().manual_seed(args.seed))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for i in range(args.num_samples):
+        text = tok.decode(out.tokens[i][out.mask[i]].tolist())
+        print(f"--- sample {i} ({int(out.lengths[i])} tokens)\n{text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

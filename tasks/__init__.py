@@ -1,0 +1,102 @@
+"""
+Vector-reward tasks. Every task turns a problem into a prompt, reads m answers out of a completion, and scores
+each answer with a reward vector r(x, y) in [0, 1]^D.
+
+    task = get_task("maze")
+    probs = task.problems("train", 100, seed=0)
+    text = task.prompt(probs[0], m=3)              # what the model is conditioned on
+    rewards, mask = task.score_rollouts(probs[0], completions, m=3)   # (G, m, D), (G, m)
+
+Completion format (shared by all tasks): the m answers joined by the answer separator <|sep|>; the sampler
+stops at <|end|>, which is not part of the completion text. Answers past the m-th are ignored, missing ones
+are '' and score zero.
+"""
+import numpy as np
+
+from tasks.tokenizer import SEP
+
+
+class Task:
+    """The interface train.py and the evaluation use. Subclasses fill in the task-specific methods."""
+    name: str = "task"
+    objectives: list[str] = []        # the D reward-dimension names
+    deploy_weights: np.ndarray = None  # (D,), sums to 1: the fixed scalar w* that GRPO trains on and best@k scores
+
+    # --- task-specific -------------------------------------------------------------------------------------
+    def problems(self, split: str, n: int, seed: int) -> list:
+        """n problems of the split ("train" or "test"); the two splits never share a problem."""
+        raise NotImplementedError
+
+    def prompt(self, problem, m: int) -> str:
+        """The prompt text asking for m answers."""
+        raise NotImplementedError
+
+    def demonstration(self, problem, m: int, rng: np.random.Generator) -> str:
+        """A completion with m diverse answers for the supervised warm start (no <|end|>)."""
+        raise NotImplementedError
+
+    def score(self, problem, answer: str) -> np.ndarray:
+        """Reward vector r(x, y) in [0, 1]^D of one answer string. Never raises; junk scores zeros."""
+        raise NotImplementedError
+
+    def solved(self, vector: np.ndarray) -> bool:
+        """Whether an answer with this reward vector solves the problem (what pass@k counts)."""
+        raise NotImplementedError
+
+    def max_new_tokens(self, m: int) -> int:
+        """Token budget for a completion of m answers, separators and <|end|> included."""
+        raise NotImplementedError
+
+    # --- shared --------------------------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return len(self.objectives)
+
+    def parse(self, completion: str, m: int) -> list[str]:
+        """Exactly m answer strings: split on <|sep|>, strip spaces, drop extras, pad with ''."""
+        answers = [a.strip() for a in completion.split(SEP)][:m]
+        return answers + [""] * (m - len(answers))
+
+    @staticmethod
+    def format_answers(answers: list[str]) -> str:
+        """Inverse of parse for clean answers: join with <|sep|>."""
+        return SEP.join(answers)
+
+    def score_rollouts(self, problem, completions: list[str], m: int):
+        """G completions of one prompt -> rewards (G, m, D) float32 and answer_mask (G, m) bool.
+
+        An answer is masked out when it is missing ('') or repeats an earlier answer of the same rollout
+        (duplicates count once, as in the paper). Masked answers get zero vectors.
+        """
+        G, D = len(completions), self.dim
+        rewards = np.zeros((G, m, D), dtype=np.float32)
+        mask = np.zeros((G, m), dtype=bool)
+        cache = {}  # the same answer string often appears in many rollouts of one group
+        for g, completion in enumerate(completions):
+            seen = set()
+            for j, answer in enumerate(self.parse(completion, m)):
+                if answer == "" or answer in seen:
+                    continue
+                seen.add(answer)
+                if answer not in cache:
+                    cache[answer] = self.score(problem, answer)
+                rewards[g, j] = cache[answer]
+                mask[g, j] = True
+        return rewards, mask
+
+
+def get_task(name: str, **options) -> Task:
+    """Build a task by name: "toy", "maze" or "code". options go to the task's constructor."""
+    if name == "toy":
+        from tasks.toy import ToyTask
+        return ToyTask(**options)
+    if name == "maze":
+        from tasks.maze import MazeTask
+        return MazeTask(**options)
+    if name == "code":
+        from tasks.code import CodeTask
+        return CodeTask(**options)
+    raise ValueError(f"unknown task {name!r}; known tasks: toy, maze, code")
+
+
+TASKS = ("toy", "maze", "code")
