@@ -8,7 +8,9 @@ Benchmarks (scripts, not tests): sampler throughput, and reward scoring speed of
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
 is slow; tokens/s is a rate, so the two are comparable. "limit" is the time the generated tokens' FLOPs would
-take at this machine's matmul rate, measured here with large fp32 (bf16 on CUDA) matmuls.
+take at this machine's matmul rate, measured here with large fp32 (bf16 on CUDA) matmuls. Decoding a small
+model is also bound by memory: every new token reads its row's cached keys and values, so the script prints
+that floor too (bytes read / this machine's measured read bandwidth).
 """
 import argparse
 import time
@@ -36,6 +38,27 @@ def matmul_flops_per_s(device, n=2048, reps=10):
         a @ b
     sync(device)
     return 2 * n ** 3 * reps / (time.perf_counter() - t0)
+
+
+def stream_bytes_per_s(device, n=64 * 2 ** 20, reps=5):
+    """Achieved read bandwidth: summing a 256 MB fp32 tensor (larger than any cache)."""
+    x = torch.ones(n, device=device)
+    x.sum()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        x.sum()
+    sync(device)
+    return 4 * n * reps / (time.perf_counter() - t0)
+
+
+def kv_bytes(config, prompts, samples, prompt_len, new_tokens, bytes_per=4):
+    """Bytes of keys and values that decoding reads: per layer and step, each row reads its own earlier tokens,
+    and each prompt's keys are read once for its `samples` rows (the cache shares them)."""
+    per_token = 2 * config.n_layer * config.n_embd * bytes_per          # K and V of one token, all layers
+    own = prompts * samples * sum(t + 1 for t in range(new_tokens)) * per_token
+    shared = prompts * new_tokens * prompt_len * per_token
+    return own + shared
 
 
 def timed(fn, device):
@@ -67,13 +90,17 @@ def bench_sampler(args):
     flops = S * args.prompts * sum(model.flops_per_token(args.prompt_len + t) for t in range(T))
     peak = matmul_flops_per_s(device)
     t_limit = flops / peak
+    bw = stream_bytes_per_s(device)
+    t_kv = kv_bytes(config, args.prompts, S, args.prompt_len, T, 2 if device.type == "cuda" else 4) / bw
     print(f"model: {model.num_params() / 1e6:.2f}M non-embedding params, n_layer={config.n_layer} "
           f"n_head={config.n_head} n_embd={config.n_embd}; device={device}")
     print(f"workload: {args.prompts} prompts x {S} samples x {T} new tokens, prompt length {args.prompt_len}")
     print(f"matmul rate: {peak / 1e9:.1f} GFLOP/s; generated-token FLOPs {flops / 1e9:.1f} GFLOP "
           f"-> limit {t_limit:.2f} s = {n_cached / t_limit:,.0f} tok/s")
+    print(f"memory: {bw / 1e9:.1f} GB/s read bandwidth; reading the KV cache alone takes {t_kv:.2f} s "
+          f"(limit + that = {t_limit + t_kv:.2f} s)")
     print(f"cached sampler: {n_cached:,} tokens in {t_cached:.2f} s = {n_cached / t_cached:,.0f} tok/s "
-          f"({t_cached / t_limit:.2f}x the limit)")
+          f"({t_cached / t_limit:.2f}x the FLOP limit, {t_cached / (t_limit + t_kv):.2f}x limit + KV reads)")
     print(f"naive sampler:  {n_naive:,} tokens ({np_} prompts) in {t_naive:.2f} s = {n_naive / t_naive:,.0f} tok/s")
     print(f"cached / naive speed-up: {(n_cached / t_cached) / (n_naive / t_naive):.1f}x")
 
@@ -86,9 +113,8 @@ def bench_tasks(args):
     rng = np.random.default_rng(0)
     for name in ("maze", "code"):
         task = get_task(name)
-        probs = task.problems("train", 50, seed=0)
-        answers = [(p, a) for p in probs for _ in range(20)
-                   for a in task.parse(task.demonstration(p, 3, rng), 3)]
+        probs = task.problems("train", 1000, seed=0)  # one demonstration each: mostly distinct answers
+        answers = [(p, a) for p in probs for a in task.parse(task.demonstration(p, 3, rng), 3)]
         t0 = time.perf_counter()
         for p, a in answers:
             task.score(p, a)

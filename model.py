@@ -94,7 +94,9 @@ class KVCache:
         sp = (qg @ kp.transpose(-1, -2)) * hd ** -0.5                                  # (P, H, S*T, Tp)
         sp = sp.masked_fill((torch.arange(Tp, device=q.device) < self.start[:, None])[:, None, None], -math.inf)
         sp = sp.view(P, H, S, T, Tp).transpose(1, 2).reshape(R, H, T, Tp)
-        so = ((q @ ks.transpose(-1, -2)) * hd ** -0.5).masked_fill(~mask, -math.inf)   # (R, H, T, e)
+        so = (q @ ks.transpose(-1, -2)) * hd ** -0.5                                    # (R, H, T, e)
+        if T > 1:  # one new token sees all of its row's earlier tokens: nothing to mask
+            so = so.masked_fill(~mask, -math.inf)
         a = torch.cat([sp, so], dim=-1).softmax(dim=-1).to(q.dtype)
         ap, ao = a.split([Tp, e], dim=-1)
         ap = ap.view(P, S, H, T, Tp).transpose(1, 2).reshape(P, H, S * T, Tp)

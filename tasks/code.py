@@ -1,0 +1,294 @@
+"""
+The code task: program synthesis from input/output examples, with one reward dimension per test case.
+
+A hidden target f(x) over the integers is drawn from a small grammar of families chosen so that partial
+solutions come naturally: piecewise functions (`2*x+1 if x<3 else 5`), clamps (`max(x-2,4)`), distances
+(`abs(x-3)`), remainders (`x%4+1`), conditions on a remainder, and clips (`min(max(x,-3),5)`). The prompt
+shows D tests, sorted by input, and asks for m programs:
+
+    code 3: f(-9)=-17 f(-4)=-7 f(0)=1 f(2)=5 f(3)=5 f(6)=5 f(11)=5 f(14)=5
+
+An answer is one Python expression in x, run by our own interpreter (tasks/executor.py, never eval).
+    r_j(x, y) = 1 if y(input_j) == output_j else 0,   j = 0..D-1      (objectives "test0".."test{D-1}")
+    w* = (1/D, ..., 1/D);   solved = every shown test passes
+Each problem also keeps hidden tests on other inputs: solved_hidden(problem, answer) asks for every shown
+and every hidden test, so evaluation can report how often a program that fits the shown tests generalizes.
+
+Test inputs are chosen so that every branch shows: for each partial program of the family (one branch
+alone, an off-by-one threshold, the wrong remainder, ...) the shown tests contain two inputs where it agrees
+with the target and two where it does not (one where only one exists, e.g. the input an off-by-one threshold
+gets wrong). So a simple candidate passes some tests and fails others, and different partial programs pass
+different subsets: the reward vectors of natural guesses form a front.
+
+Splits are semantic: a problem is a test problem iff a stable hash (blake2b) of the target's table of values
+on the whole input domain falls in one residue class (1 in 8). Two sources computing the same function
+therefore always land in the same split, so no test function is ever trained on, whatever the seeds.
+"""
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from tasks import Task
+from tasks.executor import execute
+
+__all__ = ["CodeTask", "CodeProblem", "execute"]
+
+X_MAX = 15                                  # inputs are drawn from the domain -X_MAX..X_MAX
+DOMAIN = tuple(range(-X_MAX, X_MAX + 1))    # 31 inputs
+TEST_RESIDUE, TEST_MODULUS = 0, 8           # a problem is a test problem iff hash % 8 == 0
+MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; sets max_new_tokens
+MIN_PARTIALS = 2                            # every problem has at least two partial programs
+MIN_ANSWERS = 6                             # and at least six distinct programs for demonstrations
+
+
+@dataclass(frozen=True)
+class CodeProblem:
+    target: str                       # canonical source of the hidden target f
+    family: str
+    inputs: tuple[int, ...]           # (D,) shown test inputs, sorted; test j is reward dimension j
+    outputs: tuple[int, ...]          # (D,) f(inputs)
+    hidden_inputs: tuple[int, ...]    # held-out inputs, disjoint from the shown ones
+    hidden_outputs: tuple[int, ...]
+    rewrites: tuple[str, ...]         # programs equal to f on the whole domain (target first)
+    partials: tuple[str, ...]         # programs passing some but not all shown tests
+
+    @property
+    def key(self) -> tuple:
+        """Canonical identity: the target source and the shown test inputs."""
+        return (self.target, self.inputs)
+
+
+class CodeTask(Task):
+    name = "code"
+
+    def __init__(self, num_tests: int = 8, num_hidden: int = 8, demo_correct: float = 0.5):
+        """num_tests = D shown tests (4..16), num_hidden held-out tests; demo_correct = the probability that
+        each demonstration answer after the first is a correct program rather than a partial one."""
+        if type(num_tests) is not int or not 4 <= num_tests <= 16:
+            raise ValueError(f"num_tests must be an int in [4, 16], got {num_tests!r}")
+        if type(num_hidden) is not int or not 0 <= num_hidden <= len(DOMAIN) - num_tests:
+            raise ValueError(f"num_hidden must be an int in [0, {len(DOMAIN) - num_tests}] "
+                             f"(the domain has {len(DOMAIN)} inputs), got {num_hidden!r}")
+        if not isinstance(demo_correct, (int, float)) or not 0.0 <= demo_correct <= 1.0:
+            raise ValueError(f"demo_correct must be a probability in [0, 1], got {demo_correct!r}")
+        self.num_tests, self.num_hidden, self.demo_correct = num_tests, num_hidden, float(demo_correct)
+        self.objectives = [f"test{j}" for j in range(num_tests)]
+        self.deploy_weights = np.full(num_tests, 1.0 / num_tests)
+
+    def problems(self, split: str, n: int, seed: int) -> list[CodeProblem]:
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        if type(n) is not int or n < 0:
+            raise ValueError(f"n must be a non-negative int, got {n!r}")
+        if type(seed) is not int or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        rng = np.random.default_rng([seed, int(split == "test")])
+        out, seen = [], set()
+        for _ in range(200 * n + 1000):
+            if len(out) == n:
+                break
+            problem = self._draw_problem(rng, want_test=split == "test")
+            if problem is not None and problem.key not in seen:
+                seen.add(problem.key)
+                out.append(problem)
+        if len(out) < n:
+            raise ValueError(f"could not draw {n} distinct {split} problems (got {len(out)})")
+        return out
+
+    def prompt(self, problem: CodeProblem, m: int) -> str:
+        tests = " ".join(f"f({x})={y}" for x, y in zip(problem.inputs, problem.outputs))
+        return f"code {m}: {tests}\n"
+
+    def demonstration(self, problem: CodeProblem, m: int, rng: np.random.Generator) -> str:
+        """m distinct programs in random order: 1 + Binomial(m-1, demo_correct) correct rewrites (as many as
+        the problem has), the rest partial."""
+        pool = len(problem.rewrites) + len(problem.partials)
+        if type(m) is not int or not 1 <= m <= pool:
+            raise ValueError(f"m must be an int in [1, {pool}] for this problem, got {m!r}")
+        n_correct = 1 + int(rng.binomial(m - 1, self.demo_correct))
+        n_correct = max(min(n_correct, len(problem.rewrites)), m - len(problem.partials))
+        correct = rng.choice(len(problem.rewrites), n_correct, replace=False)
+        partial = rng.choice(len(problem.partials), m - n_correct, replace=False)
+        answers = [problem.rewrites[i] for i in correct] + [problem.partials[i] for i in partial]
+        return self.format_answers([answers[i] for i in rng.permutation(m)])
+
+    def score(self, problem: CodeProblem, answer: str) -> np.ndarray:
+        outputs = execute(answer, problem.inputs)  # None where the program failed
+        return np.array([out == y for out, y in zip(outputs, problem.outputs)], dtype=np.float32)
+
+    def solved(self, vector: np.ndarray) -> bool:
+        return bool(np.all(np.asarray(vector) >= 1.0))
+
+    def solved_hidden(self, problem: CodeProblem, answer: str) -> bool:
+        """Whether the answer passes every shown and every hidden test."""
+        inputs = problem.inputs + problem.hidden_inputs
+        return execute(answer, inputs) == list(problem.outputs + problem.hidden_outputs)
+
+    def max_new_tokens(self, m: int) -> int:
+        return m * (MAX_ANSWER_CHARS + 1)  # m answers, m-1 separators and <|end|>
+
+    # --- problem generation --------------------------------------------------------------------------------
+    def _draw_problem(self, rng: np.random.Generator, want_test: bool):
+        """One candidate problem of the wanted split, or None when the candidate is rejected."""
+        family = _pick(rng, FAMILIES)
+        target, related = family(rng)
+        if len(target) > MAX_ANSWER_CHARS:
+            return None
+        table = execute(target, DOMAIN)
+        if None in table or is_test_function(table) != want_test:
+            return None
+        rewrites, partials = [target], []
+        for source in dict.fromkeys(related):  # unique, order kept (the family lists the likeliest first)
+            values = execute(source, DOMAIN)
+            if values == table:
+                rewrites.append(source)
+            elif any(v == t for v, t in zip(values, table)) and len(source) <= MAX_ANSWER_CHARS:
+                partials.append((source, values))
+        inputs = choose_inputs(rng, table, [values for _, values in partials], self.num_tests)
+        outputs = tuple(table[X_MAX + x] for x in inputs)
+        partials = [s for s, values in partials if 0 < sum(values[X_MAX + x] == table[X_MAX + x]
+                                                           for x in inputs) < len(inputs)]
+        rewrites = [s for s in dict.fromkeys(rewrites) if len(s) <= MAX_ANSWER_CHARS]
+        if len(partials) < MIN_PARTIALS or len(rewrites) + len(partials) < MIN_ANSWERS:
+            return None
+        rest = np.array(sorted(set(DOMAIN) - set(inputs)))
+        hidden = tuple(sorted(int(x) for x in rng.choice(rest, self.num_hidden, replace=False)))
+        hidden_outputs = tuple(table[X_MAX + x] for x in hidden)
+        return CodeProblem(target, family.__name__, inputs, outputs, hidden, hidden_outputs, tuple(rewrites),
+                           tuple(partials))
+
+
+def is_test_function(table) -> bool:
+    """The split rule: blake2b of the function's values on the domain, in a fixed residue class."""
+    digest = hashlib.blake2b(",".join(map(str, table)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % TEST_MODULUS == TEST_RESIDUE
+
+
+def choose_inputs(rng, table, partial_tables, k, per_side=2) -> tuple[int, ...]:
+    """k sorted inputs such that each partial program passes per_side of them and fails per_side of them
+    (fewer where fewer exist), as far as k allows. The tightest requirements go first (fewest candidate
+    inputs: e.g. the single input an off-by-one threshold gets wrong); ties keep the family's order.
+    The remaining inputs are uniform at random."""
+    needs = []
+    for values in partial_tables:
+        needs.append([x for x in DOMAIN if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
+        needs.append([x for x in DOMAIN if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
+    chosen = set()
+    for side in sorted(needs, key=len):
+        missing = [x for x in side if x not in chosen]
+        wanted = min(per_side, len(side)) - (len(side) - len(missing))  # per_side minus those already in
+        for i in rng.permutation(len(missing))[: max(0, min(wanted, k - len(chosen)))]:
+            chosen.add(missing[i])
+    rest = [x for x in DOMAIN if x not in chosen]
+    chosen.update(rest[i] for i in rng.permutation(len(rest))[: k - len(chosen)])
+    return tuple(sorted(chosen))
+
+
+# --- the grammar of targets ------------------------------------------------------------------------------------
+# Each family draws a target and a list of related programs: equivalent rewrites and natural partial
+# solutions, likeliest first. Which is which is decided by running them on the whole domain, not trusted.
+
+def affine(a: int, b: int) -> str:
+    """Compact source of a*x+b: 'x', '-x+3', '2*x-1', '4'."""
+    if a == 0:
+        return str(b)
+    head = "x" if a == 1 else "-x" if a == -1 else f"{a}*x"
+    return head if b == 0 else f"{head}{b:+d}"
+
+
+def _pick(rng, options):
+    return options[int(rng.integers(len(options)))]
+
+
+def _draw_affine(rng, slopes=(-2, -1, 0, 1, 2, 3)):
+    return _pick(rng, slopes), int(rng.integers(-9, 10))
+
+
+def step(rng):
+    """E1 if x<c else E2, with affine or constant branches."""
+    (a1, b1), (a2, b2), c = _draw_affine(rng), _draw_affine(rng), int(rng.integers(-8, 9))
+    e1, e2 = affine(a1, b1), affine(a2, b2)
+    target = f"{e1} if x<{c} else {e2}"
+    related = [e1, e2, f"{e1} if x<{c + 1} else {e2}", f"{e1} if x<{c - 1} else {e2}",
+               f"{e2} if x>={c} else {e1}", f"{e1} if x<={c - 1} else {e2}", f"{e2} if x>{c - 1} else {e1}",
+               f"{e1} if {c}>x else {e2}", f"min({e1},{e2})", f"max({e1},{e2})",
+               f"{e2} if x<{c} else {e1}", f"{e1} if x>{c} else {e2}"]
+    return target, related
+
+
+def step3(rng):
+    """Three constant levels: p if x<c1 else q if x<c2 else r."""
+    c1 = int(rng.integers(-8, 5))
+    c2 = c1 + int(rng.integers(2, 8))
+    p, q, r = (int(v) for v in rng.choice(np.arange(-9, 10), 3, replace=False))
+    target = f"{p} if x<{c1} else {q} if x<{c2} else {r}"
+    related = [f"{p} if x<{c1} else {q}", f"{q} if x<{c2} else {r}", f"{p} if x<{c1} else {r}",
+               f"{r} if x>={c2} else {q} if x>={c1} else {p}", f"{q} if {c1}<=x<{c2} else {p} if x<{c1} else {r}",
+               f"{p} if x<{c1 + 1} else {q} if x<{c2} else {r}", f"{p} if x<{c1} else {q} if x<{c2 - 1} else {r}",
+               str(q)]
+    return target, related
+
+
+def clamp(rng):
+    """max(E, c) or min(E, c): a line cut off by a constant."""
+    a, b = _draw_affine(rng, slopes=(-2, -1, 1, 2))
+    c, fn = int(rng.integers(-6, 7)), _pick(rng, ("max", "min"))
+    other = "min" if fn == "max" else "max"
+    cmp = ">" if fn == "max" else "<"
+    e = affine(a, b)
+    target = f"{fn}({e},{c})"
+    related = [e, str(c), f"{fn}({e},{c + 1})", f"{fn}({e},{c - 1})", f"{fn}({c},{e})",
+               f"{e} if {e}{cmp}{c} else {c}", f"{c} if {c}{cmp}{e} else {e}", f"{other}({e},{c})"]
+    if a == 1 and b != 0:
+        related.append(f"{fn}(x,{c - b}){b:+d}")
+    return target, related
+
+
+def distance(rng):
+    """abs(a*x-c) (+ d): a V shape."""
+    a, c, d = _pick(rng, (1, 2, -1)), int(rng.integers(-7, 8)), _pick(rng, (0, 0, *range(-5, 6)))
+    e, neg = affine(a, -c), affine(-a, c)
+    tail = f"{d:+d}" if d else ""
+    target = f"abs({e}){tail}"
+    related = [f"{e}{tail}" if d == 0 else affine(a, d - c), affine(-a, c + d), f"abs({affine(a, 1 - c)}){tail}",
+               f"abs({affine(a, -1 - c)}){tail}", f"abs({neg}){tail}", f"max({e},{neg}){tail}",
+               f"{e} if {e}>0 else {neg}" if d == 0 else f"max({affine(a, d - c)},{affine(-a, c + d)})"]
+    return target, related
+
+
+def remainder(rng):
+    """x%k + b: a sawtooth, with Python's floor semantics for negative x."""
+    k, b = int(rng.integers(2, 6)), int(rng.integers(-5, 6))
+    tail = f"{b:+d}" if b else ""
+    target = f"x%{k}{tail}"
+    related = [affine(1, b), str(b), f"abs(x)%{k}{tail}", f"x%{k + 1}{tail}", f"x%{k - 1}{tail}",
+               f"(x+{k})%{k}{tail}", f"x-x//{k}*{k}{tail}", f"(x-{k})%{k}{tail}"]
+    if b:
+        related.append(f"{b}+x%{k}")
+    return target, related
+
+
+def on_remainder(rng):
+    """E1 if x%k==0 else E2: one rule on the multiples of k, another elsewhere."""
+    k = int(rng.integers(2, 5))
+    (a1, b1), (a2, b2) = _draw_affine(rng, slopes=(0, 0, 1, 2, -1)), _draw_affine(rng, slopes=(0, 0, 1, -1))
+    e1, e2 = affine(a1, b1), affine(a2, b2)
+    target = f"{e1} if x%{k}==0 else {e2}"
+    related = [e1, e2, f"{e2} if x%{k} else {e1}", f"{e2} if x%{k}>0 else {e1}", f"{e1} if x%{k}<1 else {e2}",
+               f"{e1} if x%{k}==1 else {e2}", f"{e1} if x%{k + 1}==0 else {e2}", f"{e2} if x%{k}==0 else {e1}"]
+    return target, related
+
+
+def clip(rng):
+    """min(max(x, lo), hi): x held between two bounds."""
+    lo = int(rng.integers(-9, 5))
+    hi = lo + int(rng.integers(3, 10))
+    target = f"min(max(x,{lo}),{hi})"
+    related = [f"max(x,{lo})", f"min(x,{hi})", "x", f"max(min(x,{hi}),{lo})", f"max({lo},min({hi},x))",
+               f"{lo} if x<{lo} else min(x,{hi})", f"min(max(x,{lo + 1}),{hi})", f"min(max(x,{lo}),{hi - 1})",
+               str(lo), str(hi)]
+    return target, related
+
+
+FAMILIES = (step, step3, clamp, distance, remainder, on_remainder, clip)

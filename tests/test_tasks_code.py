@@ -1,0 +1,384 @@
+"""Tests for the code task (tasks/code.py) and its executor (tasks/executor.py)."""
+import ast
+import os
+import string
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from tasks import get_task
+from tasks.code import DOMAIN, MAX_ANSWER_CHARS, MIN_PARTIALS, CodeProblem, CodeTask, execute, is_test_function
+from tasks.executor import BOUND, MAX_DEPTH, MAX_NODES, MAX_SOURCE_CHARS
+from tasks.tokenizer import SEP, encode_special
+
+TASK = CodeTask()
+
+
+@pytest.fixture(scope="module")
+def train_problems():
+    return TASK.problems("train", 200, seed=0)
+
+
+def hand_problem():
+    """target 2*x+1 if x<3 else 5 on eight hand-picked inputs, two of them at the threshold."""
+    inputs = (-2, 0, 2, 3, 4, 6, 8, 10)
+    return CodeProblem(target="2*x+1 if x<3 else 5", family="step", inputs=inputs,
+                       outputs=(-3, 1, 5, 5, 5, 5, 5, 5), hidden_inputs=(-5, 1, 12), hidden_outputs=(-9, 3, 5),
+                       rewrites=("2*x+1 if x<3 else 5", "5 if x>=3 else x+x+1"), partials=("2*x+1", "5"))
+
+
+# --- executor semantics --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source, inputs, expected", [
+    ("x+3", [2, -5], [5, -2]), ("x-3", [2], [-1]), ("x*3", [-4], [-12]), ("3-x*2+1", [5], [-6]),
+    # floor division and modulo round toward minus infinity, as in Python
+    ("x//3", [7, -7, -9], [2, -3, -3]), ("x%3", [7, -7, -9], [1, 2, 0]),
+    ("7//x", [-2, 2], [-4, 3]), ("7%x", [-2, 2], [-1, 1]), ("x%-3", [7], [-2]),
+    ("-x", [4], [-4]), ("+x", [4], [4]), ("--x", [4], [4]), ("-(x-1)", [4], [-3]),
+    ("0x1f+0b11+0o7+1_000", [0], [1041]),
+    # comparisons give bools, and bools are ints
+    ("x<3", [2, 3], [1, 0]), ("x<=3", [3, 4], [1, 0]), ("x>3", [4, 3], [1, 0]), ("x>=3", [3, 2], [1, 0]),
+    ("x==3", [3, 2], [1, 0]), ("x!=3", [3, 2], [0, 1]), ("(x>3)+1", [0, 5], [1, 2]), ("(x>3)*x", [2, 5], [0, 5]),
+    ("0<=x<5", [-1, 0, 4, 5], [0, 1, 1, 0]), ("1<x<=3==x", [2, 3], [0, 1]), ("3>x>1", [2, 3], [1, 0]),
+    ("not x", [0, 5], [1, 0]), ("not x<3", [2, 3], [0, 1]),
+    # and/or return an operand and short-circuit
+    ("x and 10//x", [0, 2], [0, 5]), ("x==0 or 10//x", [0, 5], [1, 2]), ("x or 7", [0, 3], [7, 3]),
+    ("x and 7", [0, 3], [0, 7]), ("x>0 and x<5 and 9", [3, 6], [9, 0]), ("0 or 0 or x", [4], [4]),
+    ("0 if x==0 else 10//x", [0, 5], [0, 2]), ("1 if x<0 else 2 if x<5 else 3", [-1, 0, 5], [1, 2, 3]),
+    ("2*x+1 if x<3 else 5", [0, 3, 7], [1, 5, 5]),
+    ("min(x,3)", [1, 5], [1, 3]), ("max(x,3)", [1, 5], [3, 5]), ("max(x,3,-x)", [-7, 1, 5], [7, 3, 5]),
+    ("min(x,x*x,4,9)", [-2, 3], [-2, 3]), ("abs(x-4)", [1, 6], [3, 2]), ("(abs)(x)", [-2], [2]),
+    ("abs(min(x,-x))", [-3, 3], [3, 3]),
+])
+def test_executor_semantics(source, inputs, expected):
+    out = execute(source, inputs)
+    assert out == expected
+    assert all(type(v) is int for v in out)  # plain ints: True comes back as 1
+
+
+def test_executor_failures_are_per_input():
+    assert execute("10//x", [-2, 0, 5]) == [-5, None, 2]
+    assert execute("x%(x-1)", [1, 3]) == [None, 1]
+    assert execute("10//x and 1", [0, 3]) == [None, 1]  # the left operand runs, so it fails
+    # every intermediate |v| <= BOUND, not just the result
+    assert execute("x*x", [31622, 31623]) == [999950884, None]
+    assert execute("x*1000000000", [1, 2, -1, -2]) == [BOUND, None, -BOUND, None]
+    assert execute("x*x*x//x//x", [1000, 2000]) == [1000, None]
+    assert execute("x-1000000000", [0, -1]) == [-BOUND, None]
+    assert execute("x", [BOUND, BOUND + 1, -BOUND - 1, 1.5, True, None]) == [BOUND, None, None, None, None, None]
+
+
+@pytest.mark.parametrize("source", [
+    "", " ", "y", "X", "x.real", "x**2", "x/2", "x<<1", "x>>1", "x&1", "x|1", "x^1", "~x", "x@x", "1.5", "1e3",
+    "1j", "True", "False", "None", "'a'", "b'a'", "...", "abs(x,1)", "abs()", "min(x)", "max()", "min(*[x])",
+    "max(x,*x)", "max(x,key=abs)", "int(x)", "pow(x,2)", "round(x)", "(x,1)", "[x]", "{x}", "{x:1}", "x[0]",
+    "lambda: 1", "(x:=1)", "x if 1 else", "f'{x}'", "x is 1", "x in (1,)", "x not in (1,)", "abs", "min",
+    "__import__('os')", "x.__class__", "().__class__", "[i for i in range(3)]", "print(1)", "x;1", "x\n1",
+    "x=1", "1000000001", "-1000000001+x", "abs(x)(1)", "x if x else", "yield x", "await x",
+    "x+1 # comment", "\tx", "x\x00", "(x for x in x)", "{**x}", "min(x,3)()", "not", "1 +", "0 if x else 1e1",
+])
+def test_executor_rejects_everything_outside_the_language(source):
+    assert execute(source, [0, 1, -3]) == [None, None, None]
+
+
+def test_executor_size_limits():
+    assert execute(f"max({','.join(['x'] * (MAX_NODES - 1))})", [1]) == [1]  # a call and 63 names: 64 nodes
+    assert execute(f"max({','.join(['x'] * MAX_NODES)})", [1]) == [None]      # 65 nodes
+    assert execute("-" * (MAX_DEPTH - 1) + "x", [3]) == [(-1) ** (MAX_DEPTH - 1) * 3]
+    assert execute("-" * MAX_DEPTH + "x", [3]) == [None]                     # depth MAX_DEPTH + 1
+    assert execute("x" + " " * (MAX_SOURCE_CHARS - 1), [3]) == [3]
+    assert execute("x" + " " * MAX_SOURCE_CHARS, [3]) == [None]              # one char too long
+
+
+def test_executor_ignores_the_warnings_filter():
+    # Python warns about "1if" ("invalid decimal literal"); under an "error" filter that would be a SyntaxError
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert execute("1if x<3 else 2 ", [0, 5]) == [1, 2]
+    assert execute("1if x<3 else 2  ", [0, 5]) == [1, 2]
+
+
+def random_expression(rng, depth):
+    """A random program of the language; literals and inputs in [-9, 9] and depth <= 3 keep every
+    intermediate below 9**8 < BOUND, so the executor must agree with Python exactly."""
+    if depth == 0 or rng.random() < 0.25:
+        return "x" if rng.random() < 0.5 else str(int(rng.integers(-9, 10)))
+    sub = [random_expression(rng, depth - 1) for _ in range(3)]
+    kind = int(rng.integers(8))
+    if kind == 0:
+        return f"({sub[0]}{rng.choice(['+', '-', '*', '//', '%'])}{sub[1]})"
+    if kind == 1:
+        return f"({rng.choice(['-', '+', 'not '])}{sub[0]})"
+    if kind == 2:
+        ops = rng.choice(["<", "<=", ">", ">=", "==", "!="], 2)
+        chain = f"{ops[0]}{sub[1]}" + (f"{ops[1]}{sub[2]}" if rng.random() < 0.5 else "")
+        return f"({sub[0]}{chain})"
+    if kind == 3:
+        return f"({sub[0]} {rng.choice(['and', 'or'])} {sub[1]})"
+    if kind == 4:
+        return f"({sub[0]} if {sub[1]} else {sub[2]})"
+    if kind == 5:
+        return f"abs({sub[0]})"
+    return f"{rng.choice(['min', 'max'])}({','.join(sub[: int(rng.integers(2, 4))])})"
+
+
+def test_executor_matches_python_on_random_programs():
+    # the reference is Python itself, run on programs this test generated (never on model text)
+    rng = np.random.default_rng(0)
+    inputs = list(range(-9, 10))
+    checked = 0
+    for _ in range(1500):
+        source = random_expression(rng, 3)
+        nodes = sum(isinstance(n, ast.expr) for n in ast.walk(ast.parse(source, mode="eval")))
+        out = execute(source, inputs)
+        if len(source) > MAX_SOURCE_CHARS or nodes > MAX_NODES:
+            assert out == [None] * len(inputs)
+            continue
+        for x, got in zip(inputs, out):
+            try:
+                want = int(eval(source, {"__builtins__": {}, "abs": abs, "min": min, "max": max, "x": x}))
+            except ZeroDivisionError:
+                want = None
+            assert got == want, (source, x)
+        checked += 1
+    assert checked > 1000
+
+
+# --- rewards -----------------------------------------------------------------------------------------------------
+def test_each_test_case_is_scored_independently():
+    p = hand_problem()  # inputs -2 0 2 3 4 6 8 10, target 2*x+1 if x<3 else 5
+    cases = {
+        "2*x+1 if x<3 else 5": [1, 1, 1, 1, 1, 1, 1, 1],
+        "5 if x>2 else x+x+1": [1, 1, 1, 1, 1, 1, 1, 1],
+        "min(2*x+1,5)": [1, 1, 1, 1, 1, 1, 1, 1],
+        "2*x+1": [1, 1, 1, 0, 0, 0, 0, 0],               # the left branch alone
+        "5": [0, 0, 1, 1, 1, 1, 1, 1],                   # the right branch alone (2*2+1 == 5)
+        "2*x+1 if x<4 else 5": [1, 1, 1, 0, 1, 1, 1, 1],  # off-by-one threshold: fails at x = 3 only
+        "2*x+1 if x<2 else 5": [1, 1, 1, 1, 1, 1, 1, 1],  # also right: at x = 2 both branches give 5
+        "5+0//(x-4) if x>2 else 2*x+1": [1, 1, 1, 1, 0, 1, 1, 1],  # division by zero at x = 4 only
+        "x<1": [0, 1, 0, 0, 0, 0, 0, 0],                 # True/False are 1/0: passes f(0) = 1
+        "x.real": [0] * 8, "": [0] * 8, "2*x+1 if": [0] * 8,
+    }
+    for answer, expected in cases.items():
+        r = TASK.score(p, answer)
+        assert r.dtype == np.float32 and r.shape == (8,)
+        np.testing.assert_array_equal(r, np.array(expected, dtype=np.float32), err_msg=answer)
+        assert TASK.solved(r) == all(expected)
+    assert TASK.solved_hidden(p, "2*x+1 if x<3 else 5") and TASK.solved_hidden(p, "2*x+1 if x<2 else 5")
+    overfit = "5 if x==1 or x>2 else 2*x+1"  # right on every shown input, wrong on the hidden x = 1
+    assert TASK.solved(TASK.score(p, overfit)) and not TASK.solved_hidden(p, overfit)
+    assert not TASK.solved_hidden(p, "2*x+1") and not TASK.solved_hidden(p, "x.real")
+
+
+def test_score_rollouts_masks_duplicates_and_missing_answers():
+    p = hand_problem()
+    completions = [f"2*x+1 if x<3 else 5{SEP}2*x+1 if x<3 else 5{SEP} 5 ",   # duplicate in slot 1
+                   "2*x+1",                                                  # slots 1, 2 missing
+                   "",                                                       # nothing
+                   f"x.real{SEP}{SEP}2*x+1{SEP}5"]                           # junk, empty, extra answer
+    rewards, mask = TASK.score_rollouts(p, completions, m=3)
+    assert rewards.shape == (4, 3, 8) and rewards.dtype == np.float32 and mask.shape == (4, 3)
+    np.testing.assert_array_equal(mask, [[1, 0, 1], [1, 0, 0], [0, 0, 0], [1, 0, 1]])
+    np.testing.assert_array_equal(rewards[0, 0], np.ones(8))
+    np.testing.assert_array_equal(rewards[0, 2], TASK.score(p, "5"))
+    np.testing.assert_array_equal(rewards[1, 0], [1, 1, 1, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(rewards[3, 2], [1, 1, 1, 0, 0, 0, 0, 0])
+    assert rewards[~mask].sum() == 0 and rewards[3, 0].sum() == 0
+
+
+# --- the generator ------------------------------------------------------------------------------------------------
+def test_problems_are_well_formed(train_problems):
+    D = TASK.num_tests
+    for p in train_problems:
+        assert len(p.inputs) == D and list(p.inputs) == sorted(set(p.inputs))
+        assert len(p.hidden_inputs) == TASK.num_hidden and not set(p.inputs) & set(p.hidden_inputs)
+        assert set(p.inputs + p.hidden_inputs) <= set(DOMAIN)
+        assert tuple(execute(p.target, p.inputs)) == p.outputs
+        assert tuple(execute(p.target, p.hidden_inputs)) == p.hidden_outputs
+        assert p.rewrites[0] == p.target and len(set(p.rewrites + p.partials)) == len(p.rewrites + p.partials)
+        assert max(map(len, p.rewrites + p.partials)) <= MAX_ANSWER_CHARS
+        assert len(TASK.prompt(p, 3)) < 120
+        assert TASK.prompt(p, 3).startswith("code 3: f(") and TASK.prompt(p, 3).endswith("\n")
+    assert len({p.family for p in train_problems}) == 7
+
+
+def test_rewrites_are_correct_everywhere_and_partials_are_partial(train_problems):
+    D = TASK.num_tests
+    for p in train_problems:
+        table = execute(p.target, DOMAIN)
+        for source in p.rewrites:
+            assert execute(source, DOMAIN) == table, (p.target, source)
+            assert TASK.solved(TASK.score(p, source)) and TASK.solved_hidden(p, source)
+        assert len(p.partials) >= MIN_PARTIALS
+        vectors = set()
+        for source in p.partials:
+            r = TASK.score(p, source)
+            assert 0 < r.sum() < D, (p.target, p.inputs, source)   # passes some tests and fails others
+            assert not TASK.solved(r) and not TASK.solved_hidden(p, source)
+            vectors.add(tuple(r))
+        assert len(vectors) >= 2  # different partial programs pass different tests: a front, not a line
+
+
+def test_inputs_exercise_every_branch():
+    # every partial program passes some shown tests and fails others
+    problems = [p for p in TASK.problems("train", 300, seed=1) if p.family in ("step", "clamp", "clip", "step3")]
+    assert len(problems) > 100
+    for p in problems:
+        for source in p.partials:
+            values = execute(source, p.inputs)
+            assert any(v == y for v, y in zip(values, p.outputs)) and any(v != y for v, y in zip(values, p.outputs))
+    steps = [p for p in problems if p.family == "step"]
+    for p in steps:  # "E1 if x<c else E2"
+        e1, rest = p.target.split(" if x<")
+        c, e2 = int(rest.split(" else ")[0]), rest.split(" else ")[1]
+        assert sum(x < c for x in p.inputs) >= 2 and sum(x >= c for x in p.inputs) >= 2  # both sides shown
+        for wrong_c, x in ((c + 1, c), (c - 1, c - 1)):  # an off-by-one threshold is wrong at one input only:
+            if execute(f"{e1} if x<{wrong_c} else {e2}", [x]) != execute(p.target, [x]):
+                assert x in p.inputs  # that input is shown
+
+
+def test_demonstrations_are_diverse_and_valid(train_problems):
+    rng = np.random.default_rng(0)
+    first_is_correct = []
+    for p in train_problems[:100]:
+        for m in (1, 3, 5):
+            demo = TASK.demonstration(p, m, rng)
+            answers = TASK.parse(demo, m)
+            assert TASK.format_answers(answers) == demo and len(set(answers)) == m
+            assert set(answers) <= set(p.rewrites + p.partials)
+            solved = [TASK.solved(TASK.score(p, a)) for a in answers]
+            assert solved == [a in p.rewrites for a in answers] and any(solved)
+            assert len(encode_special(demo)) + 1 <= TASK.max_new_tokens(m)  # + <|end|>
+            if m == 3:
+                first_is_correct.append(solved[0])
+    assert 0.3 < np.mean(first_is_correct) < 0.9  # random order, correct and partial answers both present
+    with pytest.raises(ValueError, match="m must be"):
+        TASK.demonstration(train_problems[0], 0, rng)
+    for demo_correct, n_correct in ((0.0, lambda p: 1), (1.0, lambda p: min(3, len(p.rewrites)))):
+        task = CodeTask(demo_correct=demo_correct)
+        for p in train_problems[:50]:
+            answers = task.parse(task.demonstration(p, 3, rng), 3)
+            assert sum(a in p.rewrites for a in answers) == n_correct(p)
+
+
+def test_splits_are_disjoint_and_deterministic():
+    train = TASK.problems("train", 400, seed=0) + TASK.problems("train", 400, seed=1)
+    test = TASK.problems("test", 100, seed=0) + TASK.problems("test", 100, seed=1)
+    tables = lambda ps: {tuple(execute(p.target, DOMAIN)) for p in ps}
+    assert not tables(train) & tables(test)  # not even the same function under another source
+    assert not {p.key for p in train} & {p.key for p in test}
+    assert not any(is_test_function(execute(p.target, DOMAIN)) for p in train)
+    assert all(is_test_function(execute(p.target, DOMAIN)) for p in test)
+    for ps in (train[:400], test[:100]):
+        assert len({p.key for p in ps}) == len(ps) and len(set(ps)) == len(ps)  # unique, hashable
+    assert TASK.problems("train", 50, seed=3) == TASK.problems("train", 50, seed=3)
+    assert TASK.problems("train", 50, seed=3) != TASK.problems("train", 50, seed=4)
+    assert get_task("code").problems("test", 20, seed=3) == TASK.problems("test", 20, seed=3)
+
+
+def test_parse_format_round_trip():
+    p = hand_problem()
+    for answers in (["2*x+1 if x<3 else 5"], ["max(x,3)", "abs(x-4)", "5"]):
+        m = len(answers)
+        assert TASK.parse(TASK.format_answers(answers), m) == answers
+        assert TASK.parse(TASK.demonstration(p, m, np.random.default_rng(m)), m) != [""] * m
+
+
+def test_task_interface_and_validation():
+    t = CodeTask(num_tests=16, num_hidden=15)
+    assert t.dim == 16 and t.objectives[-1] == "test15" and np.isclose(t.deploy_weights.sum(), 1.0)
+    p = t.problems("train", 5, seed=0)[0]
+    assert len(p.inputs) == 16 and len(p.hidden_inputs) == 15 and len(t.prompt(p, 3)) < 240
+    np.testing.assert_allclose(TASK.deploy_weights, np.full(8, 1 / 8))
+    assert TASK.objectives == [f"test{j}" for j in range(8)]
+    assert TASK.max_new_tokens(3) == 3 * (MAX_ANSWER_CHARS + 1)
+    for kwargs, name in [({"num_tests": 3}, "num_tests"), ({"num_tests": 17}, "num_tests"),
+                         ({"num_tests": 8.0}, "num_tests"), ({"num_hidden": 24}, "num_hidden"),
+                         ({"num_hidden": -1}, "num_hidden"), ({"demo_correct": 1.5}, "demo_correct")]:
+        with pytest.raises(ValueError, match=name):
+            CodeTask(**kwargs)
+    for args, name in [(("val", 3, 0), "split"), (("train", -1, 0), "n"), (("train", 3, -1), "seed"),
+                       (("train", 3, 1.5), "seed")]:
+        with pytest.raises(ValueError, match=name):
+            TASK.problems(*args)
+
+
+# --- fuzz: untrusted model text ----------------------------------------------------------------------------------
+ATTACKS = [
+    "__import__('os').system('x')", "__import__('os').system('touch pwned')", "open('pwned','w').write('1')",
+    "x.__class__.__bases__", "().__class__", "().__class__.__base__.__subclasses__()", "[].__class__", "x.__init__",
+    "lambda: 1", "(lambda x: x)(1)", "[x for x in range(9)]", "{x for x in (1,)}", "(y:=5)", "(x:=5)", "f'{x}'",
+    "f'{__import__(\"os\").system(\"x\")}'", "min(*[1, 2])", "max(x, key=abs)", "abs(x=1)", "9**9**9",
+    "10**10**10", "'a'*10**9", "9" * 10000, "1" + "0" * 5000, "(" * 10000, "(" * 10000 + "x" + ")" * 10000,
+    "-" * 5000 + "1", "not " * 3000 + "x", "abs(" * 500 + "x" + ")" * 500, "x*" * 3000 + "x", "x\x00+1", "\x00",
+    "<|sep|>", "<|end|>", "<|bos|>x", "x<|pad|>", "exec('1')", "eval('1')", "compile('1','','eval')", "globals()",
+    "breakpoint()", "input()", "exit()", "0 and __import__('os').system('x')", "0 if x else exit()",
+    "__builtins__", "getattr(x,'real')", "type(x)", "ｘ+1", "x\u200b", "\ud800", "x if x else x.__class__",
+    "max(x,(lambda: 1)())", "abs(-x) if __debug__ else 0", "0 or __import__", "-(x).__neg__()",
+]
+
+
+def fuzz_strings(rng):
+    out = list(ATTACKS)
+    printable = np.array(list(string.printable))
+    alphabet = np.array(list("0123456789_ x+-*/%<>=!(),abcdefilmnorstX"))  # what gets past the character filter
+    for _ in range(2000):  # random bytes, decoded the way the sampler decodes model output
+        out.append(bytes(rng.integers(0, 256, int(rng.integers(0, 60))).tolist()).decode("utf-8", errors="replace"))
+    for _ in range(1500):  # random printable text
+        out.append("".join(rng.choice(printable, int(rng.integers(0, 60)))))
+    for _ in range(2000):  # random text over the language's own characters: reaches the parser
+        out.append("".join(rng.choice(alphabet, int(rng.integers(0, 40)))))
+    for _ in range(2500):  # valid-looking programs, half of them with one character changed
+        source = random_expression(rng, int(rng.integers(1, 5)))
+        if rng.random() < 0.5:
+            i = int(rng.integers(len(source)))
+            source = source[:i] + str(rng.choice(alphabet)) + source[i + 1:]
+        out.append(source)
+    for _ in range(2000):  # deep nesting and long chains, around and far beyond the size limits
+        k = int(rng.integers(1, 120)) if rng.random() < 0.8 else int(rng.integers(1, 5000))
+        out.append(str(rng.choice(["(" * k + "x" + ")" * k, "-" * k + "x", "not " * k + "x", "x+" * k + "1",
+                                   "abs(" * k + "x" + ")" * k, "min(x," * k + "1" + ")" * k, "9" * k,
+                                   "(" * k, "x if " * k + "x"])))
+    return out
+
+
+def _threads_and_children():
+    """This process's threads and the child processes of each (Linux /proc; None elsewhere)."""
+    if not os.path.isdir("/proc/self/task"):
+        return None
+    tasks = sorted(os.listdir("/proc/self/task"))
+    read = lambda path: open(path).read() if os.path.exists(path) else ""
+    return tasks, [read(f"/proc/self/task/{t}/children") for t in tasks]
+
+
+def test_fuzz_untrusted_text(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    strings = fuzz_strings(rng)
+    assert len(strings) >= 10_000
+    p = hand_problem()
+    inputs = list(p.inputs)
+    monkeypatch.chdir(tmp_path)
+    before = _threads_and_children()
+    events = []  # audit events raised while the fuzz runs: only ast.parse's "compile" is expected
+    recording = [True]
+    sys.addaudithook(lambda event, args: events.append(event) if recording[0] else None)
+    start = time.perf_counter()
+    try:
+        for i, s in enumerate(strings):
+            rewards, mask = TASK.score_rollouts(p, [s, s + SEP + s, SEP.join([s, "x", s])], m=3)
+            assert rewards.shape == (3, 3, 8) and ((rewards == 0) | (rewards == 1)).all()
+            r = TASK.score(p, s)
+            assert r.shape == (8,) and r.dtype == np.float32 and ((r == 0) | (r == 1)).all()
+            out = execute(s, inputs)
+            assert len(out) == len(inputs) and all(v is None or type(v) is int for v in out)
+            if i < len(ATTACKS):
+                assert out == [None] * len(inputs) and r.sum() == 0 and rewards.sum() == 0, s
+    finally:
+        recording[0] = False
+    elapsed = time.perf_counter() - start
+    assert elapsed < 20, f"fuzz took {elapsed:.1f} s"
+    assert set(events) <= {"compile"}, set(events)
+    assert os.listdir(tmp_path) == []
+    assert _threads_and_children() == before  # no thread or process started

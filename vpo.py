@@ -1,0 +1,407 @@
+"""
+Vector Policy Optimization: the advantage estimators, the policy loss and the evaluation metrics.
+
+Paper: Bahlous-Boldi et al., "Vector Policy Optimization: Training for Diversity Improves Test-Time Search",
+arXiv 2605.22817 (2026). Notation: B prompts in a batch, G rollouts per prompt, m answers per rollout,
+D reward dimensions, N weight draws; r(x, y) in [0, 1]^D is the reward vector of answer y.
+
+The estimator, step by step (VPO.md, "The estimator"), and where each step lives:
+  1. w_1..w_N ~ Dir(alpha 1_D) per prompt, shared by all G rollouts of that prompt   sample_weights
+  2. R_g = (1/N) sum_n max_{y in rollout g} w_n^T r(x, y)                               set_rewards
+  3. A_g = (R_g - mean_group R) / (std_group R + 1e-6), A = 0 if std < 1e-6              group_normalize
+     steps 1-3 in one call                                                              vpo_advantages
+  4. A_g applies to every response token of rollout g                                   policy_loss (A broadcast)
+  5. PPO clipped surrogate, dual clip 3, k3 KL to the reference, token-mean             policy_loss
+Max inside, mean outside: E_w[max_y w^T r(y)] rewards a set whose answers win different regions of weight space.
+
+Baselines share the interface: each returns (advantages (B, G), scores (B, G)), scores being the per-rollout
+scalar that was normalized. grpo_advantages, multi_rlvr_advantages, random_weight_advantages,
+gdpo_advantages, maxrl_advantages.
+
+Metrics take numpy arrays or torch tensors and return Python floats: pass_at_k, best_at_k, expected_best,
+expected_best_at_k, diversity.
+
+Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
+masked out by the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out
+of every max, and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's
+"missing answers count as zero vectors".
+"""
+import math
+
+import torch
+
+SCALES = ("group", "batch", "none")
+AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
+def _check(ok, arg, expected, got):
+    """The one place bad input is reported: ValueError('<arg> must be <expected>, got <got>')."""
+    if not ok:
+        raise ValueError(f"{arg} must be {expected}, got {got}")
+
+
+def _masked_max(x, mask):
+    """max over the last axis of the entries where mask is True; 0 where a row has no True entry."""
+    if mask is None:
+        return x.amax(-1)
+    best = x.masked_fill(~mask, float("-inf")).amax(-1)
+    return best.masked_fill(~mask.any(-1), 0.0)
+
+
+# --- Step 1: weights on the simplex -------------------------------------------------------------------------------
+
+def _log_gamma(shape, alpha, generator):
+    """log z with z ~ Gamma(alpha, 1), drawn only from `generator` (torch._standard_gamma takes none).
+
+    alpha = 1: z = -log U is exponential. Otherwise Marsaglia & Tsang (2000): for a >= 1, d = a - 1/3,
+    c = 1/sqrt(9 d), x ~ N(0, 1), v = (1 + c x)^3; accept z = d v if v > 0 and log U < x^2/2 + d - d v + d log v.
+    alpha < 1: Gamma(alpha) = Gamma(alpha + 1) * U^(1/alpha), kept in log space so tiny z cannot underflow.
+    """
+    if alpha == 1.0:
+        z = torch.empty(shape, dtype=torch.float64).exponential_(generator=generator)
+        return z.clamp_min(torch.finfo(torch.float64).tiny).log()
+    a = alpha + 1.0 if alpha < 1 else alpha
+    d, n = a - 1.0 / 3.0, math.prod(shape)
+    c = 1.0 / math.sqrt(9.0 * d)
+    z, todo = torch.empty(n, dtype=torch.float64), torch.arange(n)
+    while len(todo):                                           # a few % are rejected per round
+        x = torch.randn(len(todo), generator=generator, dtype=torch.float64)
+        u = torch.rand(len(todo), generator=generator, dtype=torch.float64)
+        v = (1 + c * x) ** 3
+        ok = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp_min(1e-300).log())
+        z[todo[ok]] = d * v[ok]
+        todo = todo[~ok]
+    log_z = z.log()
+    if alpha < 1:
+        log_z = log_z + torch.rand(n, generator=generator, dtype=torch.float64).log() / alpha
+    return log_z.view(shape)
+
+
+def sample_weights(num_groups, num_weights, dim, alpha=1.0, generator=None, sampler="iid"):
+    """N weight vectors per group, w_{b,n} ~ Dir(alpha 1_D): (B, N, D) float32, rows on the simplex.
+
+    sampler="iid":   w = z / sum_d z_d with z_d ~ Gamma(alpha, 1) independent.
+    sampler="sobol": per group the first N points u of a scrambled Sobol sequence in [0, 1)^(D-1), mapped to the
+                     simplex by sorted-uniform spacings, w = diff(0, sort(u), 1). For uniform u this is exactly
+                     Dir(1), so only alpha = 1 is supported (ValueError otherwise); the N points cover the simplex
+                     more evenly than N i.i.d. draws, which lowers the variance of the average over w.
+    All randomness comes from `generator` (scrambling seeds included): the same seed gives the same weights.
+    """
+    _check(num_groups >= 0, "num_groups", ">= 0", num_groups)
+    _check(num_weights >= 1, "num_weights", ">= 1", num_weights)
+    _check(dim >= 1, "dim", ">= 1", dim)
+    _check(alpha > 0, "alpha", "> 0", alpha)
+    _check(sampler in ("iid", "sobol"), "sampler", "'iid' or 'sobol'", repr(sampler))
+    B, N, D = num_groups, num_weights, dim
+    if sampler == "iid":
+        return torch.softmax(_log_gamma((B, N, D), alpha, generator), dim=-1).float()  # z / sum(z)
+    _check(alpha == 1.0, "alpha", "1.0 with sampler='sobol'", alpha)
+    if D == 1:
+        return torch.ones(B, N, 1)
+    seeds = torch.randint(2**62, (B,), generator=generator).tolist()
+    u = torch.stack([torch.quasirandom.SobolEngine(D - 1, scramble=True, seed=s).draw(N, dtype=torch.float64)
+                     for s in seeds]).sort(dim=-1).values                           # (B, N, D-1), sorted
+    edges = torch.cat([torch.zeros(B, N, 1, dtype=u.dtype), u, torch.ones(B, N, 1, dtype=u.dtype)], dim=-1)
+    return edges.diff(dim=-1).float()                                               # spacings: (B, N, D)
+
+
+# --- Steps 2-3: set rewards and group normalization ---------------------------------------------------------------
+
+def _answers(rewards, answer_mask):
+    """Checked multi-answer rollouts as tensors: rewards (B, G, m, D), answer_mask (B, G, m) bool."""
+    rewards, answer_mask = torch.as_tensor(rewards), torch.as_tensor(answer_mask)
+    _check(rewards.dim() == 4, "rewards", "of shape (B, G, m, D)", tuple(rewards.shape))
+    _check(answer_mask.dtype == torch.bool and answer_mask.shape == rewards.shape[:3], "answer_mask",
+           f"bool of shape (B, G, m) = {tuple(rewards.shape[:3])}",
+           f"{answer_mask.dtype} {tuple(answer_mask.shape)}")
+    return rewards, answer_mask
+
+
+def set_rewards(rewards, answer_mask, weights):
+    """R_g = (1/N) sum_n max_{valid y in rollout g} w_n^T r(y): the set reward of every rollout, (B, G).
+
+    rewards (B, G, m, D), answer_mask (B, G, m) bool, weights (B, N, D). Prompt b's N weights score all of its
+    G rollouts (common random numbers). A rollout with no valid answer scores 0.
+    """
+    rewards, answer_mask = _answers(rewards, answer_mask)
+    _check(weights.dim() == 3 and weights.shape[0] == rewards.shape[0] and weights.shape[2] == rewards.shape[3],
+           "weights", f"(B, N, D) with B, D = {rewards.shape[0]}, {rewards.shape[3]}", tuple(weights.shape))
+    scores = torch.einsum("bgmd,bnd->bgnm", rewards, weights.to(rewards))           # w_n^T r(y): (B, G, N, m)
+    best = _masked_max(scores, answer_mask[:, :, None, :])                          # max_y: (B, G, N)
+    return best.mean(dim=-1)                                                        # (1/N) sum_n: (B, G)
+
+
+def group_normalize(scores, scale="group", eps=1e-6):
+    """A_g = (s_g - mean_group s) / (std + eps), std the population std (ddof = 0): (B, G) -> (B, G).
+
+    scale="group": the std of each group (GRPO, VPO). "batch": one std over all B*G scores, centring still per
+    group. "none": A_g = s_g - mean_group s (Dr. GRPO). In every mode a group whose own std is below eps gets
+    exact zeros: its rollouts scored alike (up to float residue), so it carries no signal.
+    """
+    _check(scores.dim() == 2, "scores", "a (B, G) tensor", tuple(scores.shape))
+    _check(scale in SCALES, "scale", f"one of {SCALES}", repr(scale))
+    centred = scores - scores.mean(dim=1, keepdim=True)                             # s_g - mean_group s
+    group_std = scores.std(dim=1, correction=0, keepdim=True)                       # (B, 1)
+    if scale == "group":
+        centred = centred / (group_std + eps)
+    elif scale == "batch":
+        centred = centred / (scores.std(correction=0) + eps)
+    return centred.masked_fill(group_std < eps, 0.0)
+
+
+# --- VPO and the baselines: each returns (advantages (B, G), scores (B, G)) ---------------------------------------
+
+def vpo_advantages(rewards, answer_mask, num_weights=100, alpha=1.0, generator=None, weights=None, sampler="iid",
+                   scale="group"):
+    """VPO: A = group_normalize(R), R_g = (1/N) sum_n max_{y in rollout g} w_n^T r(y), w_n ~ Dir(alpha 1_D).
+
+    rewards (B, G, m, D), answer_mask (B, G, m) -> (advantages (B, G), set rewards R (B, G)). Passing weights
+    (B, N, D) fixes the draws (num_weights, alpha, generator and sampler are then unused).
+    """
+    rewards, answer_mask = _answers(rewards, answer_mask)
+    if weights is None:
+        weights = sample_weights(rewards.shape[0], num_weights, rewards.shape[3], alpha, generator, sampler)
+    R = set_rewards(rewards, answer_mask, weights)
+    return group_normalize(R, scale), R
+
+
+def _single_answer(rewards):
+    """Checked single-answer rollouts as a tensor: (B, G, D) or (B, G, 1, D) -> (B, G, D)."""
+    rewards = torch.as_tensor(rewards)
+    rewards = rewards[:, :, 0] if rewards.dim() == 4 and rewards.shape[2] == 1 else rewards
+    _check(rewards.dim() == 3, "rewards", "of shape (B, G, D) or (B, G, 1, D) (one answer per rollout)",
+           tuple(rewards.shape))
+    return rewards
+
+
+def _scalarize(rewards, deploy_weights):
+    """w*^T r over the last axis."""
+    w = torch.as_tensor(deploy_weights, dtype=rewards.dtype, device=rewards.device)
+    _check(w.shape == rewards.shape[-1:], "deploy_weights", f"shape ({rewards.shape[-1]},) to match rewards "
+           f"{tuple(rewards.shape)}", tuple(w.shape))
+    return rewards @ w
+
+
+def grpo_advantages(rewards, deploy_weights, scale="group"):
+    """GRPO: one answer per rollout, s_g = w*^T r(y_g), A = group_normalize(s). rewards (B, G, D) or (B, G, 1, D)."""
+    s = _scalarize(_single_answer(rewards), deploy_weights)                          # (B, G)
+    return group_normalize(s, scale), s
+
+
+def multi_rlvr_advantages(rewards, answer_mask, deploy_weights, reduce="sum", scale="group"):
+    """Multi-RLVR: VPO's multi-answer rollouts (B, G, m, D) scored with the fixed scalar w* instead of random w.
+
+    reduce="sum": s_g = sum_{valid y in rollout g} w*^T r(y) (the authors' code: masked answers are zero-padded).
+    reduce="max": s_g = max_{valid y in rollout g} w*^T r(y) (0 without a valid answer). A = group_normalize(s).
+    """
+    rewards, answer_mask = _answers(rewards, answer_mask)
+    _check(reduce in ("sum", "max"), "reduce", "'sum' or 'max'", repr(reduce))
+    per_answer = _scalarize(rewards, deploy_weights)                                 # w*^T r(y): (B, G, m)
+    if reduce == "sum":
+        s = per_answer.masked_fill(~answer_mask, 0.0).sum(dim=-1)
+    else:
+        s = _masked_max(per_answer, answer_mask)
+    return group_normalize(s, scale), s
+
+
+def random_weight_advantages(rewards, alpha=1.0, generator=None, scale="group"):
+    """Random-weighting GRPO: s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group shared by its G rollouts."""
+    rewards = _single_answer(rewards)                                                # (B, G, D)
+    w = sample_weights(rewards.shape[0], 1, rewards.shape[2], alpha, generator).to(rewards)   # (B, 1, D)
+    s = (rewards * w).sum(dim=-1)                                                    # (B, G)
+    return group_normalize(s, scale), s
+
+
+def gdpo_advantages(rewards, deploy_weights=None, scale="group"):
+    """GDPO: A_g = sum_d c_d A_{g,d}, A_{.,d} = group_normalize(r_{.,d}) for each reward dimension on its own.
+
+    c = w* / sum(w*) if deploy_weights is given, else c_d = 1/D. scores s_g = sum_d c_d r_{g,d} (for logging;
+    it is not what gets normalized).
+    """
+    r = _single_answer(rewards)                                                      # (B, G, D)
+    D = r.shape[2]
+    c = torch.ones(D) if deploy_weights is None else torch.as_tensor(deploy_weights)
+    _check(c.shape == (D,), "deploy_weights", f"shape ({D},)", tuple(c.shape))
+    c = c.to(r) / c.sum().to(r)                                                      # c_d, sum_d c_d = 1
+    per_dim = torch.stack([group_normalize(r[..., d], scale) for d in range(D)], dim=-1)   # A_{g,d}: (B, G, D)
+    return per_dim @ c, r @ c
+
+
+def maxrl_advantages(rewards, deploy_weights, eps=1e-6):
+    """MaxRL: A_g = (s_g - mean_group s) / (mean_group s + eps), s_g = w*^T r(y_g) >= 0.
+
+    A group with mean < eps (nothing earned reward) or std < eps (all alike) gets A = 0.
+    """
+    s = _scalarize(_single_answer(rewards), deploy_weights)                          # (B, G)
+    mean = s.mean(dim=1, keepdim=True)
+    adv = (s - mean) / (mean + eps)
+    flat = (mean < eps) | (s.std(dim=1, correction=0, keepdim=True) < eps)
+    return adv.masked_fill(flat, 0.0), s
+
+
+# --- Steps 4-5: the policy loss -----------------------------------------------------------------------------------
+
+def _aggregate(x, mask, agg):
+    """Per-token x (R, T) -> scalar over the valid tokens (mask float, masked entries of x already 0).
+
+    token-mean:              sum_{r,t} x / sum_{r,t} mask
+    seq-mean-token-mean:     mean over rows with a valid token of (sum_t x / sum_t mask)
+    seq-mean-token-sum-norm: mean over all R rows of (sum_t x / T), T = mask.shape[1] (Dr. GRPO: no length bias)
+    """
+    if agg == "token-mean":
+        return x.sum() / mask.sum().clamp_min(1)
+    per_row, tokens = x.sum(dim=-1), mask.sum(dim=-1)
+    if agg == "seq-mean-token-mean":
+        return (per_row / tokens.clamp_min(1)).sum() / (tokens > 0).sum().clamp_min(1)
+    return per_row.mean() / mask.shape[1]
+
+
+def policy_loss(logprobs, old_logprobs, advantages, mask, clip_low=0.2, clip_high=0.2, dual_clip=3.0,
+                ref_logprobs=None, kl_coef=0.0, agg="token-mean"):
+    """PPO clipped surrogate with dual clip and a k3 KL penalty, per token, as stock veRL computes it.
+
+    rho = exp(clamp(logp - logp_old, -20, 20)); A (R,) is rollout g's advantage on each of its tokens (step 4)
+    l = max(-A rho, -A clip(rho, 1 - clip_low, 1 + clip_high));   if A < 0: l = min(l, -A dual_clip)
+    kl = exp(ref - logp) - (ref - logp) - 1, clamped to [-10, 10] (k3, veRL's low_var_kl)
+    loss = agg(l) + kl_coef * agg(kl). logprobs, old_logprobs, ref_logprobs, mask: (R, T).
+    Returns (loss, stats): stats holds Python floats (token means over valid tokens): pg_loss, clip_frac
+    (clipped branch active), dual_clip_frac, ratio, kl, entropy (the proxy mean -logp), loss.
+    """
+    R, T = logprobs.shape
+    _check(old_logprobs.shape == (R, T) and mask.shape == (R, T), "old_logprobs/mask",
+           f"shape {(R, T)} like logprobs", (tuple(old_logprobs.shape), tuple(mask.shape)))
+    _check(advantages.shape == (R,), "advantages", f"shape ({R},)", tuple(advantages.shape))
+    _check(ref_logprobs is None or ref_logprobs.shape == (R, T), "ref_logprobs", f"shape {(R, T)}",
+           None if ref_logprobs is None else tuple(ref_logprobs.shape))
+    _check(agg in AGGS, "agg", f"one of {AGGS}", repr(agg))
+    _check(dual_clip is None or dual_clip > 1, "dual_clip", "None or > 1", dual_clip)
+    valid = mask.bool()
+    m = valid.to(logprobs.dtype)
+    logp = logprobs.masked_fill(~valid, 0.0)             # padding may hold anything; keep it out of the graph
+    old = old_logprobs.detach().masked_fill(~valid, 0.0)
+    A = advantages.detach().to(logprobs.dtype)[:, None]  # (R, 1): one advantage per rollout
+    ratio = (logp - old).clamp(-20.0, 20.0).exp()                                    # rho
+    pg1 = -A * ratio
+    pg2 = -A * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    pg, dual = torch.maximum(pg1, pg2), torch.zeros_like(valid)
+    if dual_clip is not None:                                                        # A < 0: l = min(l, -A c)
+        dual = (A < 0) & (pg > -A * dual_clip)
+        pg = torch.where(dual, -A * dual_clip, pg)
+    pg_loss = _aggregate(pg * m, m, agg)
+    kl = torch.zeros_like(logp)
+    if ref_logprobs is not None:
+        delta = (ref_logprobs.detach().masked_fill(~valid, 0.0) - logp).clamp(-20.0, 20.0)   # ref - logp
+        kl = (delta.exp() - delta - 1.0).clamp(-10.0, 10.0)
+    loss = pg_loss + kl_coef * _aggregate(kl * m, m, agg)
+
+    def mean(x):                                                                     # token mean for the logs
+        return _aggregate(x.detach().to(m) * m, m, "token-mean").item()
+    stats = {"loss": loss.item(), "pg_loss": pg_loss.item(), "clip_frac": mean(pg2 > pg1),
+             "dual_clip_frac": mean(dual), "ratio": mean(ratio), "kl": mean(kl), "entropy": mean(-logp)}
+    return loss, stats
+
+
+# --- Metrics (numpy arrays or torch tensors in, Python floats out) ------------------------------------------------
+
+def _f64(x):
+    return torch.as_tensor(x, dtype=torch.float64).detach().cpu()
+
+
+def _bool(mask, shape, arg="mask"):
+    if mask is None:
+        return None
+    mask = torch.as_tensor(mask).detach().cpu().bool()
+    _check(mask.shape == shape, arg, f"shape {tuple(shape)}", tuple(mask.shape))
+    return mask
+
+
+def pass_at_k(n, c, k):
+    """Unbiased pass@k (Chen et al. 2021) over n answers, c correct: 1 - C(n-c, k) / C(n, k), computed stably as
+    1 - prod_{i=n-c+1}^{n} (1 - k/i); 1 when n - c < k (every k-subset holds a correct answer)."""
+    _check(0 <= c <= n, "c", f"in [0, n] (n = {n})", c)
+    _check(1 <= k <= n, "k", f"in [1, n] (n = {n})", k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def _log_comb(a, b):
+    return torch.lgamma(a + 1) - math.lgamma(b + 1) - torch.lgamma(a - b + 1)
+
+
+def _expected_max(values, k):
+    """E[max of k of the n values drawn without replacement], over the last axis, exactly by order statistics:
+    sum_i s_(i) C(i-1, k-1) / C(n, k) with s_(1) <= ... <= s_(n) (s_(i) is the max iff the k-1 others are below it).
+    """
+    n = values.shape[-1]
+    i = torch.arange(1, n + 1, dtype=torch.float64)
+    log_p = _log_comb(i.clamp_min(k) - 1, k - 1) - _log_comb(torch.tensor(float(n), dtype=i.dtype), k)
+    p = torch.where(i >= k, log_p.exp(), 0.0)                                        # P(s_(i) is the max)
+    return values.sort(dim=-1).values @ p
+
+
+def _rollout_draws(k, m, n_rollouts):
+    """k answers = k/m whole rollouts of m answers."""
+    _check(k >= 1 and k % m == 0, "k", f"a positive multiple of m = {m}", k)
+    _check(k // m <= n_rollouts, "k", f"at most m * n_rollouts = {m} * {n_rollouts}", k)
+    return k // m
+
+
+def best_at_k(scores, k, m=None, mask=None):
+    """Exact E[best@k]: the expected max of k answers drawn without replacement from a pool of scored answers.
+
+    scores (n,): one answer per rollout; E[max] = sum_i s_(i) C(i-1, k-1) / C(n, k) over the ascending scores.
+    scores (n_rollouts, m): m answers per rollout; each rollout scores the max of its valid answers (0 if none)
+    and k/m whole rollouts are drawn, so k counts answers as for a single-answer model. k must be a multiple
+    of m (m defaults to scores.shape[1]; if given it must match). mask (same shape, bool) marks valid answers:
+    masked ones are left out of the max, which for scores >= 0 is the same as scoring them 0. Scores are finite.
+    """
+    s = _f64(scores)
+    mask = _bool(mask, s.shape)
+    if s.dim() == 1:
+        s, mask = s[:, None], None if mask is None else mask[:, None]
+    _check(s.dim() == 2, "scores", "(n,) or (n_rollouts, m)", tuple(s.shape))
+    _check(m is None or m == s.shape[1], "m", f"scores.shape[1] = {s.shape[1]}", m)
+    draws = _rollout_draws(k, s.shape[1], s.shape[0])
+    return float(_expected_max(_masked_max(s, mask), draws))
+
+
+def expected_best(reward_vectors, weights):
+    """E_w max_y w^T r(y) of one pool: (1/N) sum_n max_i w_n^T r_i; reward_vectors (n, D), weights (N, D).
+    An empty pool scores 0."""
+    r, w = _f64(reward_vectors), _f64(weights)
+    _check(r.dim() == 2 and w.dim() == 2 and r.shape[1] == w.shape[1], "reward_vectors/weights",
+           "(n, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    return 0.0 if len(r) == 0 else float((w @ r.T).amax(dim=-1).mean())
+
+
+def expected_best_at_k(rewards, k, weights, mask=None):
+    """E_w[best@k], the VPO set objective as an evaluation number: (1/N) sum_n best@k under the scalar w_n^T r.
+
+    rewards (n_rollouts, m, D) (or (n, D) for single answers), weights (N, D), mask rewards.shape[:-1] bool. For each
+    w_n a rollout scores max_{valid y} w_n^T r(y); then the exact best@k over rollouts with k/m draws (best_at_k).
+    """
+    r, w = _f64(rewards), _f64(weights)
+    mask = _bool(mask, r.shape[:-1])
+    if r.dim() == 2:
+        r, mask = r[:, None], None if mask is None else mask[:, None]
+    _check(r.dim() == 3 and w.dim() == 2 and r.shape[2] == w.shape[1], "rewards/weights",
+           "(n_rollouts, m, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    draws = _rollout_draws(k, r.shape[1], r.shape[0])
+    per_rollout = _masked_max(torch.einsum("gmd,nd->ngm", r, w), mask)               # (N, n_rollouts)
+    return float(_expected_max(per_rollout, draws).mean())
+
+
+def diversity(reward_vectors, mask=None):
+    """Mean pairwise L1 distance of a pool, 2 / (n (n-1)) sum_{i<j} ||r_i - r_j||_1; 0 for fewer than 2 vectors.
+
+    reward_vectors (n, D), or (n_rollouts, m, D) taken as one pool of answers; mask (same leading shape, bool)
+    keeps the valid answers only.
+    """
+    r = _f64(reward_vectors)
+    mask = _bool(mask, r.shape[:-1])
+    r = r.reshape(-1, r.shape[-1]) if mask is None else r[mask]
+    n = len(r)
+    if n < 2:
+        return 0.0
+    return float((r[:, None] - r[None]).abs().sum() / (n * (n - 1)))                # each pair counted twice
