@@ -11,9 +11,17 @@ Completion format (shared by all tasks): the m answers joined by the answer sepa
 stops at <|end|>, which is not part of the completion text. Answers past the m-th are ignored, missing ones
 are '' and score zero.
 """
+import hashlib
+
 import numpy as np
 
 from tasks.tokenizer import SEP
+
+
+def in_test_split(key: str) -> bool:
+    """The split rule of every task: a problem is a test problem iff a stable hash (blake2b, not Python's salted
+    hash) of its canonical key is 0 mod 8. Disjoint by construction, whatever seeds draw the problems."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") % 8 == 0
 
 
 class Task:
@@ -46,6 +54,10 @@ class Task:
     def max_new_tokens(self, m: int) -> int:
         """Token budget for a completion of m answers, separators and <|end|> included."""
         raise NotImplementedError
+
+    def solved_hidden(self, problem, answer: str) -> bool:
+        """Solved on held-out checks too; tasks without hidden tests fall back to solved(score(...))."""
+        return self.solved(self.score(problem, answer))
 
     # --- shared --------------------------------------------------------------------------------------------
     @property

@@ -24,19 +24,17 @@ Splits are semantic: a problem is a test problem iff a stable hash (blake2b) of 
 on the whole input domain falls in one residue class (1 in 8). Two sources computing the same function
 therefore always land in the same split, so no test function is ever trained on, whatever the seeds.
 """
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from tasks import Task
+from tasks import Task, in_test_split
 from tasks.executor import execute
 
 __all__ = ["CodeTask", "CodeProblem", "execute"]
 
 X_MAX = 15                                  # inputs are drawn from the domain -X_MAX..X_MAX
 DOMAIN = tuple(range(-X_MAX, X_MAX + 1))    # 31 inputs
-TEST_RESIDUE, TEST_MODULUS = 0, 8           # a problem is a test problem iff hash % 8 == 0
 MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; sets max_new_tokens
 MIN_PARTIALS = 2                            # every problem has at least two partial programs
 MIN_ANSWERS = 6                             # and at least six distinct programs for demonstrations
@@ -160,9 +158,9 @@ class CodeTask(Task):
 
 
 def is_test_function(table) -> bool:
-    """The split rule: blake2b of the function's values on the domain, in a fixed residue class."""
-    digest = hashlib.blake2b(",".join(map(str, table)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") % TEST_MODULUS == TEST_RESIDUE
+    """The split rule (tasks.in_test_split) applied to the function's values on the whole domain, so two
+    sources that compute the same function always land in the same split."""
+    return in_test_split(",".join(map(str, table)))
 
 
 def choose_inputs(rng, table, partial_tables, k, per_side=2) -> tuple[int, ...]:

@@ -41,7 +41,6 @@ Demonstrations: one random shortest route for every set of items that can be col
 the budget (the whole front and the dominated points: direct, via gold, via diamonds, through lava), plus
 imperfect ones (a route cut short of E, a route with a detour past the budget); m distinct ones, random order.
 """
-import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from functools import cached_property
 
 import numpy as np
 
-from tasks import Task
+from tasks import Task, in_test_split
 
 WALL, FLOOR, START, EXIT, GOLD, DIAMOND, LAVA = "#", ".", "S", "E", "G", "*", "~"
 CELLS = WALL + FLOOR + START + EXIT + GOLD + DIAMOND + LAVA
@@ -160,11 +159,6 @@ def random_shortest_route(parents: dict, state, rng: np.random.Generator) -> str
         state, mv = parents[state][rng.integers(len(parents[state]))]
         moves.append(mv)
     return "".join(reversed(moves))
-
-
-def in_test_split(key: str) -> bool:
-    """A problem is in the test split iff a stable hash of its key is 0 mod 8 (1 in 8; the same on every run)."""
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") % 8 == 0
 
 
 def _count_range(name, value):

@@ -12,21 +12,15 @@ E_w[max_y wᵀr(y)], w ~ Dir(1, 1): the two corners give E[max(w1, w2)] = 0.75 >
 the corners plus the compromise give E[max(w1, w2, 0.6)] = 0.76, the optimum. It is the fastest end-to-end
 check of the whole pipeline.
 """
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from tasks import Task
+from tasks import Task, in_test_split
 
 WORDS = ("left", "right", "middle")
 INVALID_WORDS = ("up", "down", "centre", "none")  # what a demonstration writes in its rare invalid answers
 N_IDS = 10_000  # problem ids 0..N_IDS-1; about 1 in 8 of them are test problems
-
-
-def in_test_split(key: str) -> bool:
-    """A problem is in the test split iff a stable hash of its key is 0 mod 8 (1 in 8; the same on every run)."""
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") % 8 == 0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import pytest
 from tasks import get_task
 from tasks.maze import MazeProblem, MazeTask
 from tasks.tokenizer import BOS, END, PAD, SEP, encode_special
-from tasks.toy import ToyTask, in_test_split
+from tasks import in_test_split
+from tasks.toy import ToyTask
 
 MAZE = MazeTask()
 TOY = ToyTask()
