@@ -1,0 +1,183 @@
+"""
+Rollouts on task prompts, and the evaluation of a policy on held-out problems.
+
+    from evaluate import evaluate
+    metrics, pools = evaluate(model, task, task.problems("test", 64, seed=0), m=3, ks=[3, 6, 12, 24, 48])
+
+Metrics (VPO.md, "Metrics"), each averaged over problems; k counts answers, so a model writing m answers per
+rollout draws k/m rollouts and a single-answer model k rollouts: the same answer budget for every method.
+    best@k         exact E[max of k answers' deployment scalar w*^T r]          vpo.best_at_k
+    pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   vpo.best_at_k on 0/1 scores
+    pass@k_hidden  solved on the task's hidden tests too (code)
+    E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  vpo.expected_best_at_k
+    diversity      mean pairwise L1 distance between the answers' reward vectors  vpo.diversity
+    deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
+    distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
+Command line: evaluate any checkpoint written by train.py on its task's test problems:
+    python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt
+"""
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+import torch
+
+import vpo
+from sample import generate
+from tasks import Task
+from tasks import tokenizer as tok
+
+
+def prompt_ids(task, problem, m):
+    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens)."""
+    return [tok.BOS_ID] + tok.encode(task.prompt(problem, m))
+
+
+def completion_texts(gen):
+    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
+    texts = []
+    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
+        ids = [t for t, keep in zip(row, mask) if keep]
+        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
+    return texts
+
+
+def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None):
+    """num_samples completions of m answers for each problem, scored.
+
+    -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
+    prompts = [prompt_ids(task, p, m) for p in problems]
+    gen = generate(model, prompts, task.max_new_tokens(m), num_samples, temperature, top_p=top_p,
+                   stop_token=tok.END_ID, generator=generator)
+    texts = completion_texts(gen)
+    G = num_samples
+    scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]
+    rewards = torch.from_numpy(np.stack([r for r, _ in scored]))
+    mask = torch.from_numpy(np.stack([a for _, a in scored]))
+    return gen, prompts, texts, rewards, mask
+
+
+def slot_rewards(rewards, mask, answers):
+    """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
+    (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
+    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
+    out = rewards.clone()
+    for g, row in enumerate(answers):
+        first = {}
+        for j, a in enumerate(row):
+            if mask[g, j]:
+                first[a] = j
+            elif a in first:
+                out[g, j] = rewards[g, first[a]]
+    return out
+
+
+def _has_hidden_tests(task):
+    return type(task).solved_hidden is not Task.solved_hidden
+
+
+@torch.no_grad()
+def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0.7, seed=0, num_weights=256,
+             max_rows=1024, num_pools=4):
+    """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them.
+
+    -> (metrics dict, pools): pools holds the valid answers' reward vectors (n, D) of the first num_pools problems.
+    """
+    n_roll = math.ceil(answers_per_problem / m)
+    if max(ks) > n_roll * m:
+        raise ValueError(f"ks: largest k = {max(ks)} exceeds the {n_roll * m} answers sampled per problem")
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(seed)
+    weights = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
+    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
+    hidden = _has_hidden_tests(task)
+    acc = {f"{name}@{k}": [] for name in ("best", "pass", "E_w[best", "pass_hidden") for k in ks}
+    rows = {key: [] for key in ("diversity", "deploy_reward", "distinct_rate", "valid_rate")}
+    pools = []
+    chunk = max(1, max_rows // n_roll)
+    was_training = model.training
+    model.eval()
+    for start in range(0, len(problems), chunk):
+        batch = problems[start:start + chunk]
+        _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, generator)
+        for i, problem in enumerate(batch):
+            r, a = rewards[i], mask[i]                                          # (n_roll, m, D), (n_roll, m)
+            answers = [task.parse(t, m) for t in texts[i * n_roll:(i + 1) * n_roll]]
+            deploy = r @ w_star                                                 # w*^T r per answer, 0 if masked
+            solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
+                                   for g in range(n_roll)])
+            for k in ks:
+                acc[f"best@{k}"].append(vpo.best_at_k(deploy, k, mask=a))
+                acc[f"pass@{k}"].append(vpo.best_at_k(solved.double(), k))
+                acc[f"E_w[best@{k}"].append(vpo.expected_best_at_k(r, k, weights, mask=a))
+            if hidden:
+                solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
+                                          for j in range(m)] for g in range(n_roll)])
+                for k in ks:
+                    acc[f"pass_hidden@{k}"].append(vpo.best_at_k(solved_h.double(), k))
+            flat = [y for ys in answers for y in ys if y]
+            rows["diversity"].append(vpo.diversity(r, mask=a))
+            rows["deploy_reward"].append(float((slot_rewards(r, a, answers) @ w_star).mean()))
+            rows["distinct_rate"].append(len(set(flat)) / (n_roll * m))
+            rows["valid_rate"].append(len(flat) / (n_roll * m))
+            if len(pools) < num_pools:
+                pools.append(r[a].numpy())
+    model.train(was_training)
+    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature}
+    for name in ("best", "pass", "E_w[best", "pass_hidden"):
+        if name == "pass_hidden" and not hidden:
+            continue
+        key = {"E_w[best": "E_w[best@k]"}.get(name, f"{name}@k")
+        metrics[key] = {k: float(np.mean(acc[f"{name}@{k}"])) for k in ks}
+    metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
+    return metrics, pools
+
+
+def format_table(metrics, label=""):
+    """The metrics as a few aligned text lines (printed at the end of train.py and by this script)."""
+    ks = list(metrics["best@k"])
+    lines = [f"{label:<12}" + "".join(f"{'k=' + str(k):>9}" for k in ks)]
+    for key in ("best@k", "E_w[best@k]", "pass@k", "pass_hidden@k"):
+        if key in metrics:
+            lines.append(f"{key:<12}" + "".join(f"{metrics[key][k]:>9.3f}" for k in ks))
+    lines.append(f"diversity {metrics['diversity']:.3f}  deploy reward {metrics['deploy_reward']:.3f}  "
+                 f"distinct {metrics['distinct_rate']:.3f}  valid {metrics['valid_rate']:.3f}  "
+                 f"(m={metrics['m']}, {metrics['problems']} problems x {metrics['answers_per_problem']} answers, "
+                 f"T={metrics['temperature']})")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    from model import CheckpointError, load_checkpoint
+    from tasks import get_task
+    ap = argparse.ArgumentParser(description="Evaluate a train.py checkpoint on its task's test problems.")
+    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
+    ap.add_argument("--problems", type=int, default=64, help="held-out test problems")
+    ap.add_argument("--answers", type=int, default=96, help="answers sampled per problem")
+    ap.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (the paper's 0.7)")
+    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
+    ap.add_argument("--json", default=None, help="also write the metrics to this file")
+    args = ap.parse_args(argv)
+    try:
+        model, state = load_checkpoint(args.ckpt)
+        run = state["args"]
+    except (CheckpointError, KeyError) as e:
+        print(f"error: {e if not isinstance(e, KeyError) else 'checkpoint has no train.py args'}", file=sys.stderr)
+        return 2
+    task = get_task(run["task"], **run.get("task_options", {}))
+    from train import answers_per_rollout
+    m, mult = answers_per_rollout(argparse.Namespace(**run)), run["num_answers"]
+    ks = [mult * f for f in (1, 2, 4, 8, 16)]
+    metrics, _ = evaluate(model, task, task.problems("test", args.problems, seed=0), m, ks,
+                          max(args.answers, max(ks)), args.temperature, args.seed)
+    print(format_table(metrics, run["algo"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(metrics, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
