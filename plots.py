@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 
 CURVES = [("deploy_reward", "deployment reward w*ᵀr"), ("set_reward", "set reward E_w max wᵀr"),
           ("diversity", "reward-space diversity"), ("entropy", "entropy proxy −log p"), ("kl", "KL to base (k3)"),
-          ("zero_var_frac", "zero-variance groups")]
+          ("zero_var_frac", "zero-variance groups"), ("loss", "loss")]
 
 
 def read_jsonl(path):
@@ -35,6 +35,8 @@ def plot_curves(log_path, out_png, title=""):
     if not rows:
         return
     keys = [(k, name) for k, name in CURVES if k in rows[0]]
+    if not keys:
+        return
     fig, axes = plt.subplots(2, (len(keys) + 1) // 2, figsize=(4 * ((len(keys) + 1) // 2), 6), squeeze=False)
     steps = [r["step"] for r in rows]
     for ax, (key, name) in zip(axes.flat, keys):

@@ -40,8 +40,8 @@ def test_every_algo_runs_and_writes_a_loadable_checkpoint(out, algo):
         for key in ("deploy_reward", "set_reward", "diversity", "entropy", "kl", "clip_frac", "zero_var_frac",
                     "tokens_per_s", "seconds"):
             assert key in rows[0], key
-    # all RL runs start from the one cached base
-    assert len(os.listdir(out / "base")) == 1
+    if algo != "sft":  # all RL runs start from the one cached base
+        assert len(os.listdir(out / "base")) == 1
 
 
 def test_match_budget_multiplies_single_answer_rollouts():
@@ -52,7 +52,7 @@ def test_match_budget_multiplies_single_answer_rollouts():
 
 
 def test_sft_lowers_the_loss(tmp_path):
-    assert run(tmp_path, "--algo", "sft", "--sft_steps", "40", "--sft_batch_size", "16") == 0
+    assert run(tmp_path, "--algo", "sft", "--sft_steps", "60", "--sft_batch_size", "16", "--sft_lr", "1e-2") == 0
     rows = [json.loads(line) for line in (tmp_path / "sft-toy-s0" / "log.jsonl").read_text().splitlines()]
     first, last = sum(r["loss"] for r in rows[:5]) / 5, sum(r["loss"] for r in rows[-5:]) / 5
     assert last < 0.5 * first, (first, last)
@@ -108,8 +108,8 @@ def test_corrupt_init_and_existing_run_dir_are_refused_without_touching_disk(tmp
 def test_toy_through_the_gpt_vpo_learns_the_corners_grpo_the_compromise(tmp_path):
     """The authors' smallest demonstration through the real pipeline: VPO's answer sets reach E_w[best@3] >= 0.70
     (optimum 0.76), while GRPO's deployment reward settles near the 0.6 compromise."""
-    cfg = ["--sft_steps", "60", "--sft_batch_size", "32", "--steps", "60", "--batch_size", "4", "--group_size", "8",
-           "--lr", "3e-3", "--eval_problems", "8", "--n_embd", "48", "--n_head", "2"]
+    cfg = ["--n_layer", "2", "--n_embd", "64", "--sft_steps", "400", "--sft_batch_size", "32", "--sft_lr", "3e-3",
+           "--steps", "80", "--batch_size", "4", "--group_size", "8", "--lr", "1e-3", "--eval_problems", "8"]
     assert run(tmp_path, "--algo", "vpo", *cfg) == 0
     assert run(tmp_path, "--algo", "grpo", *cfg) == 0
     vpo_m = json.loads((tmp_path / "vpo-toy-s0" / "summary.json").read_text())["metrics"]
