@@ -166,8 +166,8 @@ def main(argv=None):
     except (CheckpointError, KeyError) as e:
         print(f"error: {e if not isinstance(e, KeyError) else 'checkpoint has no train.py args'}", file=sys.stderr)
         return 2
-    task = get_task(run["task"], **run.get("task_options", {}))
-    from train import answers_per_rollout
+    from train import answers_per_rollout, parse_task_options
+    task = get_task(run["task"], **parse_task_options(run.get("task_opt", [])))
     m, mult = answers_per_rollout(argparse.Namespace(**run)), run["num_answers"]
     ks = [mult * f for f in (1, 2, 4, 8, 16)]
     metrics, _ = evaluate(model, task, task.problems("test", args.problems, seed=0), m, ks,

@@ -1,0 +1,176 @@
+"""
+Test-time search over a checkpoint: what the diversity VPO trains for is used by.
+
+    python search.py bestofk --ckpt out/vpo-maze-s0/ckpt.pt --k 48        # best-of-k, the verifier is w*^T r
+    python search.py evolve --ckpt out/vpo-code-s0/ckpt.pt --budget 384   # evolutionary search (code task)
+
+best-of-k: sample k answers (k/m rollouts of m answers), keep the one the verifier scores highest. Its mean
+over problems is a one-sample estimate of best@k (evaluate.py computes the exact expectation).
+
+evolve: AlphaEvolve/OpenEvolve in miniature, for tasks whose reward is a vector of test cases. A population
+(an archive of distinct programs with their per-test reward vectors) starts from fresh samples; each round,
+lexicase selection (Spector 2012; Helmuth et al. 2015) picks parents: test cases in random order, keep the
+programs best on each in turn, so a specialist that alone passes a hard test survives. The model is the
+mutation operator: it continues the prompt followed by a random prefix of the parent, so the child keeps the
+parent's start and resamples the rest (a multi-answer model writes m - 1 further answers after it, which join
+the population too). The budget counts answers the model writes (m per sample), as best@k's k does, so
+single- and multi-answer checkpoints get the same number of candidates. A problem stops when solved.
+"""
+import argparse
+import math
+import sys
+
+import numpy as np
+import torch
+
+from evaluate import completion_texts, prompt_ids, rollout
+from sample import generate
+from tasks import tokenizer as tok
+
+
+def best_of_k(model, task, problems, m, k, temperature=0.7, generator=None):
+    """For each problem: ceil(k/m) rollouts, the first k answers, the best by w*^T r.
+    -> list of (answer, reward vector, score); a problem with no valid answer gives ('', zeros, 0)."""
+    n_roll = math.ceil(k / m)
+    _, _, texts, rewards, mask = rollout(model, task, problems, m, n_roll, temperature, generator)
+    w = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
+    out = []
+    for i, problem in enumerate(problems):
+        answers = [a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)][:k]
+        r, a = rewards[i].reshape(-1, task.dim)[:k], mask[i].reshape(-1)[:k]
+        scores = (r @ w).masked_fill(~a, -1.0)
+        j = int(scores.argmax())
+        out.append((answers[j], r[j].numpy(), float(scores[j])) if a[j] else ("", np.zeros(task.dim), 0.0))
+    return out
+
+
+def lexicase(vectors, rng):
+    """Index of one parent: shuffle the test cases, keep the candidates best on each case in turn."""
+    candidates = np.arange(len(vectors))
+    for case in rng.permutation(vectors.shape[1]):
+        column = vectors[candidates, case]
+        candidates = candidates[column == column.max()]
+        if len(candidates) == 1:
+            break
+    return int(rng.choice(candidates))
+
+
+class Population:
+    """The archive of one problem: distinct answers and their reward vectors, and the answers spent so far."""
+
+    def __init__(self, task, problem, budget, m):
+        self.task, self.problem, self.budget, self.m = task, problem, budget, m
+        self.answers, self.vectors, self.used, self.solved_at = [], [], 0, None
+
+    def add(self, answers):
+        """Count every answer against the budget (empty and repeated ones too); archive the new, valid ones."""
+        for a in answers:
+            if self.used >= self.budget or self.solved_at is not None:
+                return
+            self.used += 1
+            if a and a not in self.answers:
+                v = self.task.score(self.problem, a)
+                self.answers.append(a)
+                self.vectors.append(v)
+                if self.task.solved(v):
+                    self.solved_at = self.used
+
+    @property
+    def done(self):
+        """Solved, or not enough budget left for one more sample of m answers."""
+        return self.solved_at is not None or self.used + self.m > self.budget
+
+
+@torch.no_grad()
+def evolve(model, task, problems, m, budget, init=None, parents_per_round=8, temperature=1.0, seed=0):
+    """Evolutionary search on every problem at once. -> list of dicts: solved_at (answers spent when the first
+    solving program appeared, or None), used (<= budget), population size, best program."""
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    pops = [Population(task, p, budget, m) for p in problems]
+    init = init or max(m, budget // 4)
+    # the initial population: fresh samples from the plain prompt
+    n0 = max(1, min(init, budget) // m)
+    _, _, texts, _, _ = rollout(model, task, problems, m, n0, temperature, generator)
+    for i, pop in enumerate(pops):
+        pop.add([a for t in texts[i * n0:(i + 1) * n0] for a in task.parse(t, m)])
+    block = model.config.block_size
+    while not all(pop.done for pop in pops):
+        prompts, prefixes, owners = [], [], []
+        for pop in pops:
+            if pop.done:
+                continue
+            for _ in range(min(parents_per_round, (pop.budget - pop.used) // m)):
+                base = prompt_ids(task, pop.problem, m)
+                if pop.answers:
+                    parent = pop.answers[lexicase(np.stack(pop.vectors), rng)]
+                    prefix = parent[:int(rng.integers(0, len(parent) + 1))]
+                else:
+                    prefix = ""
+                prompts.append(base + tok.encode(prefix))
+                prefixes.append(prefix)
+                owners.append(pop)
+        if not prompts:
+            break
+        max_new = min(task.max_new_tokens(m), block - max(map(len, prompts)))
+        gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator)
+        for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
+            pop.add(task.parse(prefix + text, m))
+    results = []
+    for pop in pops:
+        best = int(np.argmax([v.mean() for v in pop.vectors])) if pop.vectors else None
+        results.append({"solved_at": pop.solved_at, "used": pop.used, "population": len(pop.answers),
+                        "best": None if best is None else pop.answers[best]})
+    return results
+
+
+def solved_by_budget(results, budgets):
+    """How many problems were solved within each budget (answers spent)."""
+    return {b: sum(r["solved_at"] is not None and r["solved_at"] <= b for r in results) for b in budgets}
+
+
+def main(argv=None):
+    from model import CheckpointError, load_checkpoint
+    from tasks import get_task
+    from train import answers_per_rollout, parse_task_options
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
+    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
+    ap.add_argument("--problems", type=int, default=32, help="held-out test problems to search on")
+    ap.add_argument("--k", type=int, default=48, help="bestofk: answers sampled per problem")
+    ap.add_argument("--budget", type=int, default=384, help="evolve: answers the model may write per problem")
+    ap.add_argument("--temperature", type=float, default=None, help="default: 0.7 for bestofk, 1.0 for evolve")
+    ap.add_argument("--seed", type=int, default=0, help="search seed")
+    args = ap.parse_args(argv)
+    for name in ("problems", "k", "budget"):
+        if getattr(args, name) < 1:
+            print(f"error: --{name} must be a positive integer", file=sys.stderr)
+            return 2
+    try:
+        model, state = load_checkpoint(args.ckpt)
+        run = state["args"]
+    except (CheckpointError, KeyError) as e:
+        print(f"error: {e if not isinstance(e, KeyError) else 'checkpoint has no train.py args'}", file=sys.stderr)
+        return 2
+    model.eval()
+    task = get_task(run["task"], **parse_task_options(run.get("task_opt", [])))
+    m = answers_per_rollout(argparse.Namespace(**run))
+    problems = task.problems("test", args.problems, seed=0)
+    if args.mode == "bestofk":
+        picks = best_of_k(model, task, problems, m, args.k, args.temperature or 0.7,
+                          torch.Generator().manual_seed(args.seed))
+        for i, (answer, vector, score) in enumerate(picks[:8]):
+            print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
+        print(f"best-of-{args.k} ({run['algo']}, m={m}): mean verifier score {np.mean([p[2] for p in picks]):.3f} "
+              f"over {len(problems)} problems; solved {sum(task.solved(p[1]) for p in picks)}")
+        return 0
+    results = evolve(model, task, problems, m, args.budget, temperature=args.temperature or 1.0, seed=args.seed)
+    budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
+    print(f"evolve ({run['algo']}, m={m}): problems solved within a budget of answers, of {len(problems)}: "
+          + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
