@@ -95,6 +95,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     hidden = _has_hidden_tests(task)
     acc = {f"{name}@{k}": [] for name in ("best", "pass", "E_w[best", "pass_hidden") for k in ks}
     rows = {key: [] for key in ("diversity", "deploy_reward", "distinct_rate", "valid_rate")}
+    solved_counts = []
     pools = []
     chunk = max(1, max_rows // n_roll)
     was_training = model.training
@@ -117,6 +118,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                                           for j in range(m)] for g in range(n_roll)])
                 for k in ks:
                     acc[f"pass_hidden@{k}"].append(vpo.best_at_k(solved_h.double(), k))
+            solved_counts.append(int(solved.sum()))
             flat = [y for ys in answers for y in ys if y]
             rows["diversity"].append(vpo.diversity(r, mask=a))
             rows["deploy_reward"].append(float((slot_rewards(r, a, answers) @ w_star).mean()))
@@ -132,6 +134,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
         key = {"E_w[best": "E_w[best@k]"}.get(name, f"{name}@k")
         metrics[key] = {k: float(np.mean(acc[f"{name}@{k}"])) for k in ks}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
+    metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
     return metrics, pools
 
 

@@ -78,18 +78,20 @@ def pareto_front(points):
     return np.array(sorted(keep, key=lambda p: p[0])).reshape(-1, 2)
 
 
-def plot_scatter(pools_by_label, objectives, pair, out_png, title=""):
-    """Answers' reward vectors on two objectives, one panel per problem, one colour per label (method);
-    marker size grows with how many answers share a point; each method's Pareto front is a step line."""
+def plot_scatter(pools_by_label, task, out_png, title=""):
+    """Answers' reward vectors on the task's two plot axes (Task.plot_axes), one panel per problem, one colour
+    per label (method); marker size grows with how many answers share a point; each method's Pareto front is a
+    step line."""
     labels = list(pools_by_label)
     n = max(len(p) for p in pools_by_label.values())
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.6), squeeze=False)
-    i, j = pair
+    names = ("", "")
     for c, label in enumerate(labels):
         for ax, pool in zip(axes[0], pools_by_label[label]):
-            pts = np.asarray(pool, dtype=float).reshape(-1, len(objectives))[:, [i, j]]
-            if len(pts) == 0:
+            pool = np.asarray(pool, dtype=float).reshape(-1, task.dim)
+            if len(pool) == 0:
                 continue
+            pts, names = task.plot_axes(pool)
             uniq, counts = np.unique(pts, axis=0, return_counts=True)
             jitter = (c - (len(labels) - 1) / 2) * 0.015
             ax.scatter(uniq[:, 0] + jitter, uniq[:, 1] + jitter, s=12 + 120 * counts / counts.max(), alpha=0.5,
@@ -97,8 +99,8 @@ def plot_scatter(pools_by_label, objectives, pair, out_png, title=""):
             front = pareto_front(uniq)
             ax.step(front[:, 0] + jitter, front[:, 1] + jitter, where="post", color=f"C{c}", lw=1)
     for p, ax in enumerate(axes[0]):
-        ax.set_xlabel(objectives[i])
-        ax.set_ylabel(objectives[j])
+        ax.set_xlabel(names[0])
+        ax.set_ylabel(names[1])
         ax.set_xlim(-0.08, 1.08)
         ax.set_ylim(-0.08, 1.08)
         ax.set_title(f"test problem {p}", fontsize=10)

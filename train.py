@@ -90,7 +90,7 @@ def get_parser():
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration of the weights")
     a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
     a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
-    a.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate (constant after 10 warmup steps)")
+    a.add_argument("--lr", type=float, default=3e-5, help="AdamW learning rate (constant after 10 warmup steps)")
     a.add_argument("--weight_decay", type=float, default=0.0, help="AdamW weight decay")
     a.add_argument("--temperature", type=float, default=1.0, help="rollout sampling temperature")
     a.add_argument("--kl_coef", type=float, default=1e-3, help="k3 KL to the frozen base, as a loss term")
@@ -400,30 +400,36 @@ def _truncate_log(path, step):
                 f.writelines(rows)
 
 
-def finish(args, task, model, directory, seconds, quiet=False):
-    """Final evaluation, summary.json, plots, and the printed summary."""
+def finish(args, task, model, directory, seconds, device):
+    """Final evaluation of the run and of the model it started from, summary.json, plots, printed summary."""
     from plots import plot_best_at_k, plot_curves, plot_scatter
     ks = [args.num_answers * f for f in K_FACTORS]
     m = answers_per_rollout(args)
+    problems = task.problems("test", args.eval_problems, seed=0)
     t0 = time.perf_counter()
-    metrics, pools = evaluate(model, task, task.problems("test", args.eval_problems, seed=0), m, ks,
-                              args.eval_answers, args.eval_temperature)
+    label = f"{args.algo}{' (matched budget)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
+    results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature)}
+    if args.init_path:  # the same evaluation of the starting point: what did RL change?
+        results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
+                                   args.eval_temperature)
+    (metrics, pools), base = results[label], results.get("base", (None, None))[0]
     summary = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
                "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(),
-               "init": args.init_path, "args": vars(args), "metrics": metrics}
+               "init": args.init_path, "args": vars(args), "metrics": metrics, "base_metrics": base,
+               "pools": [p.tolist() for p in pools]}
     with open(os.path.join(directory, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
-    label = f"{args.algo}{' (matched)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
-    plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"),
-                f"{label} on {args.task}")
-    plot_best_at_k({label: (ks, [metrics["best@k"][k] for k in ks], None)},
-                   os.path.join(directory, "best_at_k.png"), title=f"{label} on {args.task}")
-    pair = getattr(task, "plot_pair", (0, 1))
-    plot_scatter({label: pools}, task.objectives, pair, os.path.join(directory, "scatter.png"),
-                 f"{label}: answers on {args.task} test problems")
-    print(f"\n{args.algo} on {args.task}: trained in {seconds:.0f} s; evaluated on {metrics['problems']} "
-          f"held-out problems in {summary['eval_seconds']:.0f} s\n{format_table(metrics, 'k answers')}\n"
-          f"wrote {directory}/ (ckpt.pt, log.jsonl, summary.json, curves.png, best_at_k.png, scatter.png)")
+        json.dump(summary, f)
+    title = f"{args.task}, held-out problems"
+    plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"), f"{label} on {args.task}")
+    plot_best_at_k({name: (ks, [r[0]["best@k"][k] for k in ks], None) for name, r in results.items()},
+                   os.path.join(directory, "best_at_k.png"), title=title)
+    plot_scatter({name: r[1] for name, r in results.items()}, task, os.path.join(directory, "scatter.png"),
+                 f"answers' reward vectors, {title}")
+    print(f"\n{label} on {args.task}: trained in {seconds:.0f} s; evaluated on {metrics['problems']} held-out "
+          f"problems in {summary['eval_seconds']:.0f} s")
+    for name, (r, _) in reversed(results.items()):
+        print(format_table(r, name))
+    print(f"wrote {directory}/ (ckpt.pt, log.jsonl, summary.json, curves.png, best_at_k.png, scatter.png)")
     return summary
 
 
@@ -497,7 +503,7 @@ def main(argv=None):
         print(f"{args.algo} on {args.task}: {model.num_params() / 1e6:.2f}M params, device {device}, "
               f"run dir {directory}\nargs: {json.dumps(vars(args))}")
         seconds = train(args, task, model, directory, device, state, quiet)
-        finish(args, task, model, directory, seconds, quiet)
+        finish(args, task, model, directory, seconds, device)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

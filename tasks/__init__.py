@@ -59,6 +59,11 @@ class Task:
         """Solved on held-out checks too; tasks without hidden tests fall back to solved(score(...))."""
         return self.solved(self.score(problem, answer))
 
+    def plot_axes(self, vectors: np.ndarray):
+        """Two coordinates per reward vector (n, D) -> ((n, 2), axis labels) for the answer scatter plots:
+        by default the first two objectives."""
+        return np.asarray(vectors)[:, :2], tuple(self.objectives[:2])
+
     # --- shared --------------------------------------------------------------------------------------------
     @property
     def dim(self) -> int:

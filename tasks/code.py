@@ -115,6 +115,12 @@ class CodeTask(Task):
         outputs = execute(answer, problem.inputs)  # None where the program failed
         return np.array([out == y for out, y in zip(outputs, problem.outputs)], dtype=np.float32)
 
+    def plot_axes(self, vectors: np.ndarray):
+        """Tests passed among the lower and the upper half of the (sorted) test inputs: a program that gets
+        one branch of a piecewise target right sits on one axis."""
+        v, h = np.asarray(vectors), self.num_tests // 2
+        return np.stack([v[:, :h].mean(1), v[:, h:].mean(1)], axis=1), ("low inputs passed", "high inputs passed")
+
     def solved(self, vector: np.ndarray) -> bool:
         return bool(np.all(np.asarray(vector) >= 1.0))
 

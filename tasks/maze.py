@@ -266,6 +266,10 @@ class MazeTask(Task):
             return np.zeros(4, dtype=np.float32)
         return problem.layout.vector(*walk(problem, route))
 
+    def plot_axes(self, vectors: np.ndarray):
+        """The trade-off the budget forces: gold against diamonds."""
+        return np.asarray(vectors)[:, [1, 2]], ("gold", "diamonds")
+
     def solved(self, vector: np.ndarray) -> bool:
         """Reached the exit within the budget (pass@k then counts routes that reach E at all)."""
         return bool(vector[0] >= 1.0)
