@@ -19,6 +19,7 @@ Command line: evaluate any checkpoint written by train.py on its task's test pro
 import argparse
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -152,9 +153,45 @@ def format_table(metrics, label=""):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def load_run(path, device="cpu"):
+    """A train.py checkpoint for the command-line tools: -> (model in eval mode, its args, its task, its m).
+    Raises UsageError for a missing, corrupt or foreign checkpoint."""
     from model import CheckpointError, load_checkpoint
     from tasks import get_task
+    from train import UsageError, answers_per_rollout, parse_task_options
+    try:
+        model, state = load_checkpoint(path, device)
+        args = argparse.Namespace(**state["args"])
+        task = get_task(args.task, **parse_task_options(args.task_opt))
+    except (CheckpointError, KeyError, TypeError) as e:
+        raise UsageError(str(e) if isinstance(e, CheckpointError) else f"{path} is not a train.py checkpoint") from None
+    return model.eval(), args, task, answers_per_rollout(args)
+
+
+def report(directory, task, ks, results, label, summary):
+    """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures, and print
+    the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
+    from plots import plot_best_at_k, plot_curves, plot_scatter
+    metrics, pools = results[label]
+    summary = {**summary, "metrics": metrics, "base_metrics": results.get("base", (None,))[0],
+               "pools": [p.tolist() for p in pools]}
+    with open(os.path.join(directory, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    title = f"{task.name}, held-out problems"
+    plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"), f"{label} on {task.name}")
+    plot_best_at_k({name: (ks, [r[0]["best@k"][k] for k in ks], None) for name, r in results.items()},
+                   os.path.join(directory, "best_at_k.png"), title=title)
+    plot_scatter({name: r[1] for name, r in results.items()}, task, os.path.join(directory, "scatter.png"),
+                 f"answers' reward vectors, {title}")
+    print(f"\n{label} on {task.name}: trained in {summary['train_seconds']:.0f} s; evaluated on {metrics['problems']} "
+          f"held-out problems in {summary['eval_seconds']:.0f} s")
+    for name, (r, _) in reversed(results.items()):
+        print(format_table(r, name))
+    print(f"wrote {directory}/ (ckpt.pt, log.jsonl, summary.json, curves.png, best_at_k.png, scatter.png)")
+    return summary
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=int, default=64, help="held-out test problems")
@@ -163,19 +200,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--json", default=None, help="also write the metrics to this file")
     args = ap.parse_args(argv)
+    from train import UsageError
     try:
-        model, state = load_checkpoint(args.ckpt)
-        run = state["args"]
-    except (CheckpointError, KeyError) as e:
-        print(f"error: {e if not isinstance(e, KeyError) else 'checkpoint has no train.py args'}", file=sys.stderr)
+        model, run, task, m = load_run(args.ckpt)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    from train import answers_per_rollout, parse_task_options
-    task = get_task(run["task"], **parse_task_options(run.get("task_opt", [])))
-    m, mult = answers_per_rollout(argparse.Namespace(**run)), run["num_answers"]
+    mult = run.num_answers
     ks = [mult * f for f in (1, 2, 4, 8, 16)]
     metrics, _ = evaluate(model, task, task.problems("test", args.problems, seed=0), m, ks,
                           max(args.answers, max(ks)), args.temperature, args.seed)
-    print(format_table(metrics, run["algo"]))
+    print(format_table(metrics, run.algo))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(metrics, f, indent=1)

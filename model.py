@@ -64,7 +64,7 @@ class KVCache:
         """Positions of the next T tokens and the boolean attention mask (True = may attend) for them.
         Prefill: (P, T) and (P, 1, T, T): causal, pad keys hidden (a pad query sees itself, so no row is
         all-masked, which would give NaN). Decode: (R, T) and (T, length + T): causal over the own part."""
-        device, P, Tp = self.start.device, self.num_prompts, self.prompt_len
+        device, Tp = self.start.device, self.prompt_len
         if not self.prefilled:
             if T != Tp:
                 raise ValueError(f"prefill takes the padded prompts, length {Tp}; got {T} tokens")
@@ -212,11 +212,35 @@ class GPT(nn.Module):
         return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
 
 
-def autocast(device_type):
-    """bf16 autocast on CUDA; a no-op elsewhere (fp32 on CPU and MPS)."""
-    if device_type == "cuda":
+def autocast(device_type, enabled=True):
+    """bf16 autocast on CUDA; a no-op elsewhere (fp32 on CPU and MPS) or when not enabled."""
+    if device_type == "cuda" and enabled:
         return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
     return torch.autocast(device_type=device_type, enabled=False)
+
+
+# ----------------------------------------------------------------------------- scoring completions (training)
+def pack(prompts, tokens, pad_id=0):
+    """Prompt + completion per row, right-padded: -> idx (R, L) for one causal forward, and pos (R, Tc): the
+    position whose logits predict completion token t of row r, len(prompts[r]) - 1 + t."""
+    R, Tc = tokens.shape
+    lens = torch.tensor([len(p) for p in prompts])
+    idx = torch.full((R, int(lens.max()) + Tc - 1), pad_id, dtype=torch.long)
+    for r, p in enumerate(prompts):
+        row = p + tokens[r].tolist()
+        idx[r, :len(row) - 1] = torch.tensor(row[:-1])
+    pos = lens[:, None] - 1 + torch.arange(Tc)[None, :]
+    return idx.to(tokens.device), pos.to(tokens.device)
+
+
+def token_logprobs(model, idx, pos, tokens, temperature=1.0, amp=True):
+    """log pi(y_t | x, y_<t) of each completion token, (R, Tc), from one causal forward over pack's idx. The
+    logits are divided by the sampling temperature, as the rollouts were drawn (veRL does the same).
+    amp=False keeps CUDA in fp32 (train.py --dtype float32)."""
+    with autocast(idx.device.type, amp):
+        logits = model(idx)                                                         # (R, L, V)
+    logits = logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1]))     # (R, Tc, V)
+    return (logits.float() / temperature).log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
 
 
 # --------------------------------------------------------------------------------------------- checkpoints

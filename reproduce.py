@@ -86,7 +86,7 @@ def task_tables(task, summaries, out):
              f"(mean ± std over seeds; k counts answers)", "",
              "| method | seeds | " + " | ".join(f"k={k}" for k in ks) + " | slope per doubling | E_w[best@48] | "
              "diversity | train s/run |", "|---" * (len(ks) + 6) + "|"]
-    curves, pass_curves, base = {}, {}, first.get("base_metrics")
+    curves, pass_curves = {}, {}
     for label in labels:
         runs = summaries[label]
         best = np.array([[r["metrics"]["best@k"][str(k)] for k in ks] for r in runs])
@@ -101,10 +101,12 @@ def task_tables(task, summaries, out):
         curves[label] = (ks, mu, sd)
         if "pass@k" in first["metrics"]:
             pass_curves[label] = (ks, *mean_std([[r["metrics"]["pass@k"][str(k)] for k in ks] for r in runs]))
-    if base:
-        b = [base["best@k"][str(k)] for k in ks]
-        lines.append(f"| base (warm start, m=3) | - | " + " | ".join(f"{v:.3f}" for v in b) +
-                     f" | {slope(ks, b):.3f} | {base['E_w[best@k]'][str(ks[-1])]:.3f} | {base['diversity']:.3f} | - |")
+    for label, m in (("GRPO (matched)", 1), ("VPO", 3)):  # the shared base, sampled as each method samples
+        base = summaries[label][0].get("base_metrics") if summaries.get(label) else None
+        if base:
+            b = [base["best@k"][str(k)] for k in ks]
+            lines.append(f"| base (warm start), m={m} | - | " + " | ".join(f"{v:.3f}" for v in b) + f" | "
+                         f"{slope(ks, b):.3f} | {base['E_w[best@k]'][str(ks[-1])]:.3f} | {base['diversity']:.3f} | - |")
     plot_best_at_k(curves, os.path.join(out, f"best_at_k_{task}.png"), title=f"{task}: best@k (mean ± std over seeds)")
     if task == "code":
         plot_best_at_k(pass_curves, os.path.join(out, "pass_at_k_code.png"), key="pass@k",

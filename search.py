@@ -131,9 +131,8 @@ def solved_by_budget(results, budgets):
 
 
 def main(argv=None):
-    from model import CheckpointError, load_checkpoint
-    from tasks import get_task
-    from train import answers_per_rollout, parse_task_options
+    from evaluate import load_run
+    from train import UsageError
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
@@ -148,26 +147,22 @@ def main(argv=None):
             print(f"error: --{name} must be a positive integer", file=sys.stderr)
             return 2
     try:
-        model, state = load_checkpoint(args.ckpt)
-        run = state["args"]
-    except (CheckpointError, KeyError) as e:
-        print(f"error: {e if not isinstance(e, KeyError) else 'checkpoint has no train.py args'}", file=sys.stderr)
+        model, run, task, m = load_run(args.ckpt)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    model.eval()
-    task = get_task(run["task"], **parse_task_options(run.get("task_opt", [])))
-    m = answers_per_rollout(argparse.Namespace(**run))
     problems = task.problems("test", args.problems, seed=0)
     if args.mode == "bestofk":
         picks = best_of_k(model, task, problems, m, args.k, args.temperature or 0.7,
                           torch.Generator().manual_seed(args.seed))
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
-        print(f"best-of-{args.k} ({run['algo']}, m={m}): mean verifier score {np.mean([p[2] for p in picks]):.3f} "
+        print(f"best-of-{args.k} ({run.algo}, m={m}): mean verifier score {np.mean([p[2] for p in picks]):.3f} "
               f"over {len(problems)} problems; solved {sum(task.solved(p[1]) for p in picks)}")
         return 0
     results = evolve(model, task, problems, m, args.budget, temperature=args.temperature or 1.0, seed=args.seed)
     budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
-    print(f"evolve ({run['algo']}, m={m}): problems solved within a budget of answers, of {len(problems)}: "
+    print(f"evolve ({run.algo}, m={m}): problems solved within a budget of answers, of {len(problems)}: "
           + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))
     return 0
 

@@ -22,7 +22,6 @@ step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. --resum
 import argparse
 import hashlib
 import json
-import math
 import os
 import shutil
 import sys
@@ -33,8 +32,9 @@ import torch
 from tqdm import tqdm
 
 import vpo
-from evaluate import evaluate, format_table, prompt_ids, rollout, slot_rewards
-from model import GPT, CheckpointError, GPTConfig, autocast, load_checkpoint, save_checkpoint
+from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
+from model import GPT, CheckpointError, GPTConfig, load_checkpoint, pack, save_checkpoint, token_logprobs
+from sft import sft_step, step_seed
 from tasks import TASKS, get_task
 from tasks import tokenizer as tok
 
@@ -189,65 +189,6 @@ def group_size(args):
     return args.group_size * (args.num_answers if single and args.match_budget else 1)
 
 
-def step_seed(*parts):
-    """A deterministic 32-bit seed for one step of one phase: nothing to save, nothing to drift on resume."""
-    return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
-
-
-# ----------------------------------------------------------------------------------------- log-probs and SFT
-def pack(prompts, tokens):
-    """Prompt + completion per row, right-padded: -> idx (R, L) for the forward pass and pos (R, Tc), the
-    position whose logits predict completion token t of each row (len(prompt) - 1 + t)."""
-    R, Tc = tokens.shape
-    lens = torch.tensor([len(p) for p in prompts])
-    idx = torch.full((R, int(lens.max()) + Tc - 1), tok.PAD_ID, dtype=torch.long)
-    for r, p in enumerate(prompts):
-        row = p + tokens[r].tolist()
-        idx[r, :len(row) - 1] = torch.tensor(row[:-1])
-    pos = lens[:, None] - 1 + torch.arange(Tc)[None, :]
-    return idx.to(tokens.device), pos.to(tokens.device)
-
-
-def token_logprobs(model, idx, pos, tokens, temperature=1.0, device_type="cpu"):
-    """log pi(token | prefix) for each completion token: (R, Tc), from one causal forward. Logits divided by the
-    sampling temperature, as the rollouts were drawn (as veRL does)."""
-    with autocast(device_type):
-        logits = model(idx)                                                         # (R, L, V)
-    logits = logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1]))     # (R, Tc, V)
-    return (logits.float() / temperature).log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
-
-
-def demonstration_batch(task, args, step, device):
-    """sft_batch_size demonstrations, each an answer set of 1 or num_answers answers, as (prompts, tokens, mask)."""
-    problems = task.problems("train", args.sft_batch_size, seed=step_seed(args.base_seed, 1, step))
-    rng = np.random.default_rng(step_seed(args.base_seed, 2, step))
-    prompts, rows = [], []
-    for p in problems:
-        m = int(rng.choice([1, args.num_answers]))
-        prompts.append(prompt_ids(task, p, m))
-        rows.append(tok.encode_special(task.demonstration(p, m, rng)) + [tok.END_ID])
-    T = max(map(len, rows))
-    tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows], device=device)
-    mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows], device=device)
-    return prompts, tokens, mask
-
-
-def sft_step(model, train_model, opt, task, args, step, device):
-    """One supervised step: mean negative log-likelihood of the demonstration tokens (<|end|> included)."""
-    lr = args.sft_lr * (min(1.0, (step + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.sft_steps))))
-    for group in opt.param_groups:
-        group["lr"] = lr
-    prompts, tokens, mask = demonstration_batch(task, args, step, device)
-    idx, pos = pack(prompts, tokens)
-    logp = token_logprobs(train_model, idx, pos, tokens, 1.0, device.type)
-    loss = -(logp * mask).sum() / mask.sum()
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-    opt.step()
-    return {"loss": loss.item(), "lr": lr, "tokens": int(mask.sum())}
-
-
 # ---------------------------------------------------------------------------------------------------- RL
 def advantages(args, task, rewards, mask, generator):
     """One scalar advantage per rollout (B, G) and the per-rollout score it normalized, by method."""
@@ -278,14 +219,15 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
     model.train()
     adv, _ = advantages(args, task, rewards, mask, generators["weights"])           # (B, G)
     adv = adv.to(device).reshape(-1)                                                 # one per rollout (R,)
+    amp = args.dtype != "float32"                                                    # bf16 autocast on CUDA
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
-    idx, pos = pack([p for p in prompts for _ in range(G)], tokens)
+    idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
     with torch.no_grad():
-        ref = token_logprobs(ref_model, idx, pos, tokens, args.temperature, device.type) if args.kl_coef else None
-        old = token_logprobs(model, idx, pos, tokens, args.temperature, device.type) if args.minibatches > 1 else None
+        ref = token_logprobs(ref_model, idx, pos, tokens, args.temperature, amp) if args.kl_coef else None
+        old = token_logprobs(model, idx, pos, tokens, args.temperature, amp) if args.minibatches > 1 else None
     stats = []
     for rows in torch.arange(len(adv), device=device).chunk(args.minibatches):
-        logp = token_logprobs(train_model, idx[rows], pos[rows], tokens[rows], args.temperature, device.type)
+        logp = token_logprobs(train_model, idx[rows], pos[rows], tokens[rows], args.temperature, amp)
         loss, s = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows], tmask[rows],
                                   args.clip, args.clip, args.dual_clip, None if ref is None else ref[rows],
                                   args.kl_coef, args.agg)
@@ -401,8 +343,7 @@ def _truncate_log(path, step):
 
 
 def finish(args, task, model, directory, seconds, device):
-    """Final evaluation of the run and of the model it started from, summary.json, plots, printed summary."""
-    from plots import plot_best_at_k, plot_curves, plot_scatter
+    """Final evaluation of the run and of the model it started from, then summary.json, plots and the table."""
     ks = [args.num_answers * f for f in K_FACTORS]
     m = answers_per_rollout(args)
     problems = task.problems("test", args.eval_problems, seed=0)
@@ -412,25 +353,10 @@ def finish(args, task, model, directory, seconds, device):
     if args.init_path:  # the same evaluation of the starting point: what did RL change?
         results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
                                    args.eval_temperature)
-    (metrics, pools), base = results[label], results.get("base", (None, None))[0]
-    summary = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
-               "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(),
-               "init": args.init_path, "args": vars(args), "metrics": metrics, "base_metrics": base,
-               "pools": [p.tolist() for p in pools]}
-    with open(os.path.join(directory, "summary.json"), "w") as f:
-        json.dump(summary, f)
-    title = f"{args.task}, held-out problems"
-    plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"), f"{label} on {args.task}")
-    plot_best_at_k({name: (ks, [r[0]["best@k"][k] for k in ks], None) for name, r in results.items()},
-                   os.path.join(directory, "best_at_k.png"), title=title)
-    plot_scatter({name: r[1] for name, r in results.items()}, task, os.path.join(directory, "scatter.png"),
-                 f"answers' reward vectors, {title}")
-    print(f"\n{label} on {args.task}: trained in {seconds:.0f} s; evaluated on {metrics['problems']} held-out "
-          f"problems in {summary['eval_seconds']:.0f} s")
-    for name, (r, _) in reversed(results.items()):
-        print(format_table(r, name))
-    print(f"wrote {directory}/ (ckpt.pt, log.jsonl, summary.json, curves.png, best_at_k.png, scatter.png)")
-    return summary
+    extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
+             "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
+             "args": vars(args)}
+    return report(directory, task, ks, results, label, extra)
 
 
 def prepare(argv):
