@@ -176,21 +176,31 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description="Print samples from a checkpoint.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
-    ap.add_argument("--prompt", default="", help="prompt text (a task prompt from train.py's log, say)")
+    ap.add_argument("--prompt", default=None,
+                    help="prompt text (\\n for newlines); default: a held-out problem of the checkpoint's task")
+    ap.add_argument("--problem", type=int, default=0, help="which held-out problem, without --prompt")
     ap.add_argument("--num_samples", type=int, default=4, help="completions to draw")
-    ap.add_argument("--max_new_tokens", type=int, default=64, help="tokens per completion")
+    ap.add_argument("--max_new_tokens", type=int, default=128, help="tokens per completion, at most")
     ap.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
     ap.add_argument("--top_k", type=int, default=None, help="sample among the k most likely tokens")
     ap.add_argument("--top_p", type=float, default=None, help="nucleus sampling mass")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     args = ap.parse_args(argv)
     try:
-        model, _ = load_checkpoint(args.ckpt)
+        model, state = load_checkpoint(args.ckpt)
     except CheckpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     model.eval()
-    prompt = [tok.BOS_ID] + tok.encode(args.prompt.replace("\\n", "\n"))
+    task = problem = None
+    if args.prompt is None and "args" in state:  # a train.py checkpoint: sample on its task
+        from evaluate import load_run
+        _, run, task, m = load_run(args.ckpt)
+        problem = task.problems("test", args.problem + 1, seed=0)[args.problem]
+        text = task.prompt(problem, m)
+    else:
+        text = (args.prompt or "").replace("\\n", "\n")
+    prompt = [tok.BOS_ID] + tok.encode(text)
     max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
     try:
         out = generate(model, [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
@@ -198,9 +208,14 @@ def main(argv=None):
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    print(f"--- prompt\n{text}")
     for i in range(args.num_samples):
-        text = tok.decode(out.tokens[i][out.mask[i]].tolist())
-        print(f"--- sample {i} ({int(out.lengths[i])} tokens)\n{text}")
+        completion = tok.decode(out.tokens[i][out.mask[i]].tolist())
+        print(f"--- sample {i} ({int(out.lengths[i])} tokens)\n{completion}")
+        if task is not None:
+            for answer in task.parse(completion.removesuffix(tok.END), m):
+                r = task.score(problem, answer)
+                print(f"    {answer!r:<34} r = {[round(float(x), 2) for x in r]}  w*r = {float(r @ task.deploy_weights):.3f}")
     return 0
 
 
