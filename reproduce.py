@@ -111,8 +111,10 @@ def task_tables(task, summaries, out):
     if task == "code":
         plot_best_at_k(pass_curves, os.path.join(out, "pass_at_k_code.png"), key="pass@k",
                        title="code: pass@k (all shown tests), mean ± std over seeds")
-        lines += ["", "pass@k (code): " + "; ".join(
-            f"{label}: " + ", ".join(f"{m:.3f}" for m in pass_curves[label][1]) for label in labels)]
+        lines += ["", "pass@k (code; all 8 shown tests pass), mean ± std over seeds:", "",
+                  "| method | " + " | ".join(f"k={k}" for k in ks) + " |", "|---" * (len(ks) + 1) + "|"]
+        lines += [f"| {label} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in zip(*pass_curves[label][1:])) + " |"
+                  for label in labels]
     plot_diversity(task, summaries, labels, out)
     pools = {label: summaries[label][0]["pools"] for label in ("GRPO (matched)", "VPO") if summaries.get(label)}
     if pools:
