@@ -36,8 +36,9 @@ METHODS = {  # label: train.py flags
     "Multi-RLVR": ["--algo", "multi_rlvr"],
     "VPO": ["--algo", "vpo"],
 }
-FULL = {"steps": 80, "seeds": [0, 1, 2], "eval_problems": 64, "sft_steps": 500, "evolve_budget": 384}
-QUICK = {"steps": 6, "seeds": [0, 1], "eval_problems": 8, "sft_steps": 30, "evolve_budget": 24,
+FULL = {"steps": 80, "seeds": [0, 1, 2], "eval_problems": 64, "sft_steps": 500,
+        "evolve_budget": {"answers": 384, "samples": 128}}
+QUICK = {"steps": 6, "seeds": [0, 1], "eval_problems": 8, "sft_steps": 30, "evolve_budget": {"answers": 24, "samples": 8},
          "extra": ["--n_layer", "2", "--n_embd", "64", "--batch_size", "2", "--group_size", "4", "--eval_answers", "48"]}
 
 
@@ -145,7 +146,8 @@ def plot_diversity(task, summaries, labels, out):
 
 def evolve_experiment(summaries, cfg, out):
     """The paper's "unlocks problems" experiment in miniature: on the held-out code problems that no seed-0
-    checkpoint solved in its evaluation pool, an evolutionary search from each checkpoint, same answer budget."""
+    checkpoint solved in its evaluation pool, an evolutionary search from each checkpoint, with the same budget
+    counted two ways: model samples (the paper's OpenEvolve iterations) and answers written."""
     path = os.path.join(out, "evolve_code.json")
     if os.path.isfile(path):
         with open(path) as f:
@@ -155,32 +157,51 @@ def evolve_experiment(summaries, cfg, out):
     hard = [i for i in range(n) if all(r["metrics"]["solved_per_problem"][i] == 0 for r in runs.values())]
     task = get_task("code")
     problems = task.problems("test", n, seed=0)
-    budgets = [b for b in (48, 96, 192, 384, 768) if b <= cfg["evolve_budget"]] or [cfg["evolve_budget"]]
-    result = {"hard_problems": hard, "budget": cfg["evolve_budget"], "budgets": budgets, "methods": {}}
-    for label, r in runs.items():
-        t0 = time.perf_counter()
-        model, state = load_checkpoint(os.path.join(r["args"]["out_dir"], r["args"]["run_name"], "ckpt.pt"))
-        m = train.answers_per_rollout(argparse.Namespace(**state["args"]))
-        res = evolve(model.eval(), task, [problems[i] for i in hard], m, cfg["evolve_budget"]) if hard else []
-        result["methods"][label] = {"solved_by_budget": {str(b): c for b, c in solved_by_budget(res, budgets).items()},
-                                    "solved": [hard[i] for i, x in enumerate(res) if x["solved_at"] is not None],
-                                    "used": [x["used"] for x in res], "seconds": round(time.perf_counter() - t0, 1)}
-        print(f"evolve {label}: {result['methods'][label]['solved_by_budget']}", flush=True)
+    result = {"hard_problems": hard, "units": {}}
+    for unit, budget in cfg["evolve_budget"].items():
+        budgets = [b for b in (8, 16, 32, 64, 128, 256, 384) if b <= budget and b * 8 >= budget] or [budget]
+        entry = result["units"][unit] = {"budget": budget, "budgets": budgets, "methods": {}}
+        for label, r in runs.items():
+            t0 = time.perf_counter()
+            model, state = load_checkpoint(os.path.join(r["args"]["out_dir"], r["args"]["run_name"], "ckpt.pt"))
+            m = train.answers_per_rollout(argparse.Namespace(**state["args"]))
+            res = evolve(model.eval(), task, [problems[i] for i in hard], m, budget, unit) if hard else []
+            entry["methods"][label] = {
+                "solved_by_budget": {str(b): c for b, c in solved_by_budget(res, budgets).items()},
+                "solved": [hard[i] for i, x in enumerate(res) if x["solved_at"] is not None],
+                "used": [x["used"] for x in res], "seconds": round(time.perf_counter() - t0, 1)}
+            print(f"evolve ({unit}) {label}: {entry['methods'][label]['solved_by_budget']}", flush=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
     return result
 
 
 def evolve_table(result):
-    budgets = result["budgets"]
-    lines = [f"### code: evolutionary search on the {len(result['hard_problems'])} held-out problems no seed-0 "
-             f"checkpoint solved in its evaluation pool (problems solved within a budget of answers)", "",
-             "| method (seed 0) | " + " | ".join(f"≤{b}" for b in budgets) + " | solved problems |",
-             "|---" * (len(budgets) + 2) + "|"]
-    for label, r in result["methods"].items():
-        lines.append(f"| {label} | " + " | ".join(str(r["solved_by_budget"][str(b)]) for b in budgets)
-                     + f" | {r['solved']} |")
+    lines = [f"### code: evolutionary search on the {len(result['hard_problems'])} held-out problems that no "
+             f"seed-0 checkpoint solved in its evaluation pool", ""]
+    for unit, entry in result["units"].items():
+        budgets = entry["budgets"]
+        lines += [f"Problems solved within a budget of {unit}:", "",
+                  "| method (seed 0) | " + " | ".join(f"≤{b} {unit}" for b in budgets) + " | solved problems |",
+                  "|---" * (len(budgets) + 2) + "|"]
+        for label, r in entry["methods"].items():
+            lines.append(f"| {label} | " + " | ".join(str(r["solved_by_budget"][str(b)]) for b in budgets)
+                         + f" | {r['solved']} |")
+        lines.append("")
     return lines
+
+
+def compute_seconds(runs_dir):
+    """Seconds spent in the runs themselves (warm starts, RL, evaluation), read back from their files."""
+    total = 0.0
+    for root, _, files in os.walk(runs_dir):
+        if "summary.json" in files:
+            with open(os.path.join(root, "summary.json")) as f:
+                s = json.load(f)
+            total += s["train_seconds"] + s["eval_seconds"]
+        elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
+            total += read_jsonl(os.path.join(root, "log.jsonl"))[-1]["seconds"]
+    return total
 
 
 def reproduce(tasks, cfg, out, title, quiet=False):
@@ -201,7 +222,9 @@ def reproduce(tasks, cfg, out, title, quiet=False):
         all_summaries[task] = summaries
     if "code" in all_summaries:
         lines += evolve_table(evolve_experiment(all_summaries["code"], cfg, out)) + [""]
-    lines.append(f"Wall time of this invocation: {time.perf_counter() - t0:.0f} s (finished runs are not re-run).")
+    lines.append(f"Compute in the runs (warm starts, RL, evaluation; read from their files): "
+                 f"{compute_seconds(runs_dir):.0f} s. This invocation: {time.perf_counter() - t0:.0f} s "
+                 f"(finished runs are not re-run).")
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return lines

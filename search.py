@@ -2,7 +2,7 @@
 Test-time search over a checkpoint: what the diversity VPO trains for is used by.
 
     python search.py bestofk --ckpt out/vpo-maze-s0/ckpt.pt --k 48        # best-of-k, the verifier is w*^T r
-    python search.py evolve --ckpt out/vpo-code-s0/ckpt.pt --budget 384   # evolutionary search (code task)
+    python search.py evolve --ckpt out/vpo-code-s0/ckpt.pt --budget 128   # evolutionary search (code task)
 
 best-of-k: sample k answers (k/m rollouts of m answers), keep the one the verifier scores highest. Its mean
 over problems is a one-sample estimate of best@k (evaluate.py computes the exact expectation).
@@ -13,8 +13,9 @@ lexicase selection (Spector 2012; Helmuth et al. 2015) picks parents: test cases
 programs best on each in turn, so a specialist that alone passes a hard test survives. The model is the
 mutation operator: it continues the prompt followed by a random prefix of the parent, so the child keeps the
 parent's start and resamples the rest (a multi-answer model writes m - 1 further answers after it, which join
-the population too). The budget counts answers the model writes (m per sample), as best@k's k does, so
-single- and multi-answer checkpoints get the same number of candidates. A problem stops when solved.
+the population too). The budget counts model samples (--unit samples: one completion, as the paper's OpenEvolve
+runs count iterations) or answers written (--unit answers: m per sample for a multi-answer model, so every
+checkpoint gets the same number of candidates, as best@k's k does). A problem stops when solved.
 """
 import argparse
 import math
@@ -56,18 +57,25 @@ def lexicase(vectors, rng):
 
 
 class Population:
-    """The archive of one problem: distinct answers and their reward vectors, and the answers spent so far."""
+    """The archive of one problem: distinct answers and their reward vectors, and the budget spent so far.
+    unit="samples": each model sample (one completion of m answers) costs 1 (the paper's OpenEvolve runs count
+    iterations); unit="answers": each answer written costs 1, so models writing m answers per sample get 1/m
+    as many samples."""
 
-    def __init__(self, task, problem, budget, m):
-        self.task, self.problem, self.budget, self.m = task, problem, budget, m
+    def __init__(self, task, problem, budget, m, unit="answers"):
+        if unit not in ("answers", "samples"):
+            raise ValueError(f"unit must be 'answers' or 'samples', got {unit!r}")
+        self.task, self.problem, self.budget, self.unit = task, problem, budget, unit
+        self.cost = m if unit == "answers" else 1          # the price of one sample
         self.answers, self.vectors, self.used, self.solved_at = [], [], 0, None
 
     def add(self, answers):
-        """Count every answer against the budget (empty and repeated ones too); archive the new, valid ones."""
-        for a in answers:
-            if self.used >= self.budget or self.solved_at is not None:
+        """One sample's answers: charge the budget (empty and repeated answers too), archive new valid ones."""
+        for i, a in enumerate(answers):
+            if self.solved_at is not None or self.used >= self.budget:
                 return
-            self.used += 1
+            if self.unit == "answers" or i == 0:
+                self.used += 1
             if a and a not in self.answers:
                 v = self.task.score(self.problem, a)
                 self.answers.append(a)
@@ -77,42 +85,39 @@ class Population:
 
     @property
     def done(self):
-        """Solved, or not enough budget left for one more sample of m answers."""
-        return self.solved_at is not None or self.used + self.m > self.budget
+        """Solved, or not enough budget left for one more sample."""
+        return self.solved_at is not None or self.used + self.cost > self.budget
 
 
 @torch.no_grad()
-def evolve(model, task, problems, m, budget, init=None, parents_per_round=8, temperature=1.0, seed=0):
-    """Evolutionary search on every problem at once. -> list of dicts: solved_at (answers spent when the first
+def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
+           seed=0):
+    """Evolutionary search on every problem at once. -> list of dicts: solved_at (budget spent when the first
     solving program appeared, or None), used (<= budget), population size, best program."""
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
     rng = np.random.default_rng(seed)
-    pops = [Population(task, p, budget, m) for p in problems]
-    init = init or max(m, budget // 4)
-    # the initial population: fresh samples from the plain prompt
-    n0 = max(1, min(init, budget) // m)
+    pops = [Population(task, p, budget, m, unit) for p in problems]
+    cost = pops[0].cost if pops else 1
+    # the initial population: a quarter of the budget in fresh samples from the plain prompt
+    n0 = max(1, (init or budget // 4) // cost)
     _, _, texts, _, _ = rollout(model, task, problems, m, n0, temperature, generator)
     for i, pop in enumerate(pops):
-        pop.add([a for t in texts[i * n0:(i + 1) * n0] for a in task.parse(t, m)])
+        for t in texts[i * n0:(i + 1) * n0]:
+            pop.add(task.parse(t, m))
     block = model.config.block_size
     while not all(pop.done for pop in pops):
         prompts, prefixes, owners = [], [], []
         for pop in pops:
             if pop.done:
                 continue
-            for _ in range(min(parents_per_round, (pop.budget - pop.used) // m)):
+            for _ in range(min(parents_per_round, (pop.budget - pop.used) // cost)):
                 base = prompt_ids(task, pop.problem, m)
-                if pop.answers:
-                    parent = pop.answers[lexicase(np.stack(pop.vectors), rng)]
-                    prefix = parent[:int(rng.integers(0, len(parent) + 1))]
-                else:
-                    prefix = ""
-                prompts.append(base + tok.encode(prefix))
-                prefixes.append(prefix)
+                parent = tok.encode(pop.answers[lexicase(np.stack(pop.vectors), rng)]) if pop.answers else []
+                cut = min(int(rng.integers(0, len(parent) + 1)), block - len(base) - 1)  # room for 1 new token
+                prompts.append(base + parent[:cut])
+                prefixes.append(tok.decode(parent[:cut]))
                 owners.append(pop)
-        if not prompts:
-            break
         max_new = min(task.max_new_tokens(m), block - max(map(len, prompts)))
         gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator)
         for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
@@ -138,7 +143,9 @@ def main(argv=None):
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=int, default=32, help="held-out test problems to search on")
     ap.add_argument("--k", type=int, default=48, help="bestofk: answers sampled per problem")
-    ap.add_argument("--budget", type=int, default=384, help="evolve: answers the model may write per problem")
+    ap.add_argument("--budget", type=int, default=384, help="evolve: budget per problem, in --unit")
+    ap.add_argument("--unit", default="samples", choices=("samples", "answers"),
+                    help="evolve: what the budget counts: model samples (calls) or answers written")
     ap.add_argument("--temperature", type=float, default=None, help="default: 0.7 for bestofk, 1.0 for evolve")
     ap.add_argument("--seed", type=int, default=0, help="search seed")
     args = ap.parse_args(argv)
@@ -160,9 +167,10 @@ def main(argv=None):
         print(f"best-of-{args.k} ({run.algo}, m={m}): mean verifier score {np.mean([p[2] for p in picks]):.3f} "
               f"over {len(problems)} problems; solved {sum(task.solved(p[1]) for p in picks)}")
         return 0
-    results = evolve(model, task, problems, m, args.budget, temperature=args.temperature or 1.0, seed=args.seed)
+    results = evolve(model, task, problems, m, args.budget, args.unit, temperature=args.temperature or 1.0,
+                     seed=args.seed)
     budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
-    print(f"evolve ({run.algo}, m={m}): problems solved within a budget of answers, of {len(problems)}: "
+    print(f"evolve ({run.algo}, m={m}): problems solved within a budget of {args.unit}, of {len(problems)}: "
           + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))
     return 0
 

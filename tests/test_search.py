@@ -50,6 +50,16 @@ def test_population_counts_every_answer_and_stops_at_the_budget():
     assert solved.solved_at == 2 and solved.used == 2 and solved.done
 
 
+def test_population_in_samples_charges_one_per_completion():
+    task = get_task("code")
+    p = task.problems("test", 1, seed=0)[0]
+    pop = search.Population(task, p, budget=2, m=3, unit="samples")
+    pop.add(["x", "x+1", "x+2"])
+    assert pop.used == 1 and len(pop.answers) == 3 and not pop.done
+    pop.add(["x+3", "", "x+3"])
+    assert pop.used == 2 and pop.answers[-1] == "x+3" and pop.done
+
+
 def test_best_of_k_picks_the_verifiers_best():
     """Against an exhaustive check: the pick is the highest w*^T r among the first k sampled answers."""
     task = get_task("maze")
@@ -64,8 +74,8 @@ def test_best_of_k_picks_the_verifiers_best():
 def test_evolve_respects_the_budget_and_returns_one_result_per_problem():
     task = get_task("code")
     problems = task.problems("test", 3, seed=0)
-    for m, budget in [(1, 10), (3, 20), (3, 2)]:
-        results = search.evolve(tiny_model(), task, problems, m, budget, parents_per_round=2, seed=0)
+    for m, budget, unit in [(1, 10, "answers"), (3, 20, "answers"), (3, 2, "answers"), (3, 5, "samples")]:
+        results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0)
         assert len(results) == 3
         for r in results:
             assert 0 < r["used"] <= budget
