@@ -45,6 +45,8 @@ def plot_curves(log_path, out_png, title=""):
         ax.plot(steps, smooth(y), color="C0")
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("step")
+    for ax in axes.flat[len(keys):]:
+        ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out_png, dpi=110)

@@ -1,0 +1,182 @@
+"""
+Tests for vpo.py's metrics (against exact binomials and enumeration of every k-subset) and the authors'
+smallest demonstration on a tabular policy (GRPO settles on the compromise, VPO learns a set holding both
+corners), through this project's own estimators and loss.
+
+    python -m pytest -q tests/test_vpo_metrics.py
+"""
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+import vpo
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# --- metrics ------------------------------------------------------------------------------------------------------
+
+def test_pass_at_k_against_exact_binomials():
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                exact = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+                assert vpo.pass_at_k(n, c, k) == pytest.approx(float(exact), abs=1e-12)
+    assert vpo.pass_at_k(200, 3, 100) == pytest.approx(1 - math.comb(197, 100) / math.comb(200, 100))
+    for n, c, k, arg in [(5, 6, 1, "c"), (5, -1, 1, "c"), (5, 2, 0, "k"), (5, 2, 6, "k"), (-1, 0, 1, "c")]:
+        with pytest.raises(ValueError, match=arg):
+            vpo.pass_at_k(n, c, k)
+
+
+def test_best_at_k_against_subset_enumeration():
+    rng = np.random.default_rng(0)
+    for n in (1, 4, 7):
+        scores = rng.integers(0, 4, n) / 4                  # many ties
+        for k in range(1, n + 1):
+            brute = np.mean([max(sub) for sub in itertools.combinations(scores, k)])
+            assert vpo.best_at_k(scores, k) == pytest.approx(brute, abs=1e-12)
+    assert vpo.best_at_k(torch.tensor(scores), 3) == pytest.approx(vpo.best_at_k(scores, 3), abs=1e-12)
+    mask = np.array([True, False, True, True, False, True, True])
+    brute = np.mean([max(sub) for sub in itertools.combinations(np.where(mask, scores, 0.0), 3)])
+    assert vpo.best_at_k(scores, 3, mask=mask) == pytest.approx(brute, abs=1e-12)
+
+
+def test_best_at_k_multi_answer_against_rollout_enumeration():
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 5, (6, 3)) / 4                 # 6 rollouts of m = 3 answers
+    mask = rng.random((6, 3)) > 0.3
+    mask[2] = False
+    per_rollout = [max([s for s, ok in zip(row, oks) if ok], default=0.0) for row, oks in zip(scores, mask)]
+    for k in (3, 6, 9, 18):
+        brute = np.mean([max(sub) for sub in itertools.combinations(per_rollout, k // 3)])
+        assert vpo.best_at_k(scores, k, m=3, mask=mask) == pytest.approx(brute, abs=1e-12)
+        assert vpo.best_at_k(scores, k, mask=mask) == pytest.approx(brute, abs=1e-12)   # m inferred
+    for k, m, arg in [(4, 3, "k"), (21, 3, "k"), (0, 3, "k"), (3, 2, "m")]:
+        with pytest.raises(ValueError, match=arg):
+            vpo.best_at_k(scores, k, m=m)
+    with pytest.raises(ValueError, match="k"):
+        vpo.best_at_k([0.1, 0.2], 3)
+
+
+def test_expected_best_and_expected_best_at_k_against_brute_force():
+    rng = np.random.default_rng(2)
+    r = rng.random((5, 2, 3))                               # 5 rollouts, m = 2, D = 3
+    mask = rng.random((5, 2)) > 0.25
+    w = vpo.sample_weights(1, 6, 3, generator=gen(2))[0].double().numpy()
+    pool = r.reshape(-1, 3)
+    assert vpo.expected_best(pool, w) == pytest.approx(np.mean([max(wn @ y for y in pool) for wn in w]), abs=1e-12)
+    assert vpo.expected_best(np.zeros((0, 3)), w) == 0.0
+    for k in (2, 4, 10):
+        brute = []
+        for wn in w:
+            per_rollout = [max([wn @ y for y, ok in zip(ys, oks) if ok], default=0.0) for ys, oks in zip(r, mask)]
+            brute.append(np.mean([max(sub) for sub in itertools.combinations(per_rollout, k // 2)]))
+        got = vpo.expected_best_at_k(torch.tensor(r), k, torch.tensor(w), mask=torch.tensor(mask))
+        assert got == pytest.approx(np.mean(brute), abs=1e-12)
+    with pytest.raises(ValueError, match="k"):
+        vpo.expected_best_at_k(r, 3, w)
+
+
+def test_diversity_against_brute_force():
+    rng = np.random.default_rng(3)
+    r = rng.random((4, 3, 2))
+    mask = rng.random((4, 3)) > 0.3
+    pool = r[mask]
+    pairs = list(itertools.combinations(range(len(pool)), 2))
+    brute = np.mean([np.abs(pool[i] - pool[j]).sum() for i, j in pairs])
+    assert vpo.diversity(r, mask) == pytest.approx(brute, abs=1e-12)
+    assert vpo.diversity(torch.tensor(pool)) == pytest.approx(brute, abs=1e-12)
+    assert vpo.diversity(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])) == pytest.approx(4 / 3)
+    assert vpo.diversity(np.ones((1, 2))) == 0.0 and vpo.diversity(np.ones((0, 2))) == 0.0
+    with pytest.raises(ValueError, match="mask"):
+        vpo.diversity(r, mask[:, :2])
+
+
+# --- the authors' smallest demonstration, on a tabular policy -----------------------------------------------------
+
+ANSWERS = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]])     # two corners and the compromise
+DEPLOY = torch.tensor([0.5, 0.5])
+u = (torch.arange(20000, dtype=torch.float64) + 0.5) / 20000
+DIR11 = torch.stack([u, 1 - u], dim=-1)                  # midpoint rule for w = (u, 1-u) ~ Dir(1, 1)
+
+
+def first_occurrences(picks):
+    """answer_mask: True where slot j's answer differs from every earlier slot of the rollout."""
+    return torch.stack([~(picks[..., :j] == picks[..., j:j + 1]).any(-1) for j in range(picks.shape[-1])], -1)
+
+
+def tabular_demo(method, m=3, steps=200, B=4, G=8, lr=0.1, seed=0):
+    """Train a tabular softmax policy with this project's estimators and policy_loss; return its probs (m, 3).
+
+    GRPO: one categorical over the 3 answers (m = 1), rewarded with w*^T r. VPO: m independent categoricals, one
+    per answer slot; a rollout is one draw per slot, each slot is one token, repeated answers are masked.
+    B groups of G rollouts per step, one PPO epoch (ratio 1), Adam on the logits.
+    """
+    g = gen(seed)
+    m = 1 if method == "grpo" else m
+    logits = torch.zeros(m, 3, requires_grad=True)
+    opt = torch.optim.Adam([logits], lr=lr)
+    for _ in range(steps):
+        logp_table = torch.log_softmax(logits, dim=-1)                              # (m, 3)
+        picks = torch.multinomial(logp_table.detach().exp(), B * G, replacement=True, generator=g)
+        picks = picks.T.reshape(B, G, m)                                            # answer index per slot
+        rewards = ANSWERS[picks]                                                    # (B, G, m, D)
+        if method == "grpo":
+            adv, _ = vpo.grpo_advantages(rewards, DEPLOY)
+        else:
+            adv, _ = vpo.vpo_advantages(rewards, first_occurrences(picks), generator=g)
+        logp = logp_table[torch.arange(m), picks].reshape(B * G, m)                 # (R, T) with T = m tokens
+        loss, _ = vpo.policy_loss(logp, logp.detach(), adv.reshape(-1), torch.ones(B * G, m, dtype=torch.bool))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return torch.softmax(logits, dim=-1).detach()
+
+
+def set_objective(probs):
+    """E over the policy's sets of E_w max_{y in set} w^T r(y), w ~ Dir(1, 1), by enumerating all sets."""
+    m = probs.shape[0]
+    total = 0.0
+    for picks in itertools.product(range(3), repeat=m):
+        p = float(probs[torch.arange(m), torch.tensor(picks)].prod())
+        total += p * vpo.expected_best(ANSWERS[sorted(set(picks))], DIR11)
+    return total
+
+
+def test_demo_analytic_values():
+    # w = (u, 1-u), u ~ U(0, 1): E max(u, 1-u) = 2 int_{1/2}^1 u du = 3/4;
+    # E max(u, 1-u, 0.6) = 2 int_{0.6}^1 u du + 0.2 * 0.6 = 0.64 + 0.12 = 0.76 (0.6 wins for u in [0.4, 0.6])
+    corners = 2 * (Fraction(1, 2) - Fraction(1, 8))
+    all_three = 2 * (Fraction(1, 2) - Fraction(9, 50)) + Fraction(1, 5) * Fraction(3, 5)
+    assert corners == Fraction(3, 4) and all_three == Fraction(19, 25)
+    assert vpo.expected_best(ANSWERS[:2], DIR11) == pytest.approx(0.75, abs=1e-8)
+    assert vpo.expected_best(ANSWERS, DIR11) == pytest.approx(0.76, abs=1e-8)
+    assert vpo.expected_best(ANSWERS[2:], DIR11) == pytest.approx(0.6, abs=1e-7)
+    sobol = vpo.sample_weights(1, 4096, 2, sampler="sobol", generator=gen())[0]
+    assert vpo.expected_best(ANSWERS, sobol) == pytest.approx(0.76, abs=1e-3)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny tensors: one intra-op thread is much faster, above all when other processes share the CPUs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_demo_grpo_takes_the_compromise_vpo_learns_both_corners(one_thread):
+    grpo = tabular_demo("grpo")
+    assert float(grpo[0] @ (ANSWERS @ DEPLOY)) == pytest.approx(0.6, abs=0.005)     # deployment score -> 0.6
+    assert set_objective(grpo) == pytest.approx(0.6, abs=0.005)
+    for m, optimum in [(3, 0.76), (2, 0.75)]:
+        probs = tabular_demo("vpo", m=m)
+        greedy = set(probs.argmax(-1).tolist())                                     # the set it has learned
+        assert greedy == ({0, 1, 2} if m == 3 else {0, 1})                          # both corners (+ compromise)
+        assert set_objective(probs) == pytest.approx(optimum, abs=0.005)
