@@ -159,7 +159,7 @@ def evolve_experiment(summaries, cfg, out):
     problems = task.problems("test", n, seed=0)
     result = {"hard_problems": hard, "units": {}}
     for unit, budget in cfg["evolve_budget"].items():
-        budgets = [b for b in (8, 16, 32, 64, 128, 256, 384) if b <= budget and b * 8 >= budget] or [budget]
+        budgets = sorted({b for b in (8, 16, 32, 64, 128, 256) if budget / 8 <= b < budget} | {budget})
         entry = result["units"][unit] = {"budget": budget, "budgets": budgets, "methods": {}}
         for label, r in runs.items():
             t0 = time.perf_counter()
