@@ -4,8 +4,8 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
     python train.py --algo vpo                            # the default run (maze), warm start included
     python train.py --algo grpo --match_budget            # GRPO from the same cached base, same answer budget
     python train.py --algo vpo --task toy --steps 60      # the authors' toy example through the real GPT
-    python train.py --algo vpo --device cuda --n_layer 8 --n_embd 384 --batch_size 32 --steps 1000 \\
-        --sft_steps 3000 --eval_problems 256               # a GPU-sized run (bf16 autocast)
+    python train.py --algo vpo --device cuda --n_layer 8 --n_head 8 --n_embd 512 --sft_steps 5000 \\
+        --sft_batch_size 256 --batch_size 64 --steps 1000 --lr 1e-5 --eval_problems 512   # GPU-sized (bf16)
 
 1. Warm start. RL sharpens what a model already proposes, so every RL run starts from a base trained by
    supervised learning on the task's demonstrations (answer sets of 1 and of --num_answers answers). Without
@@ -135,7 +135,7 @@ def pick_device(name):
     return torch.device(name)
 
 
-def check_args(args, task):
+def check_args(args):
     """Everything a user can get wrong, checked before anything is written."""
     for name in ("n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "steps", "batch_size",
                  "num_answers", "num_weights", "minibatches", "eval_problems", "eval_answers"):
@@ -379,7 +379,7 @@ def prepare(argv):
         task = get_task(args.task, **parse_task_options(args.task_opt))
     except (TypeError, ValueError) as e:
         raise UsageError(f"--task {args.task} --task_opt {args.task_opt}: {e}") from None
-    check_args(args, task)
+    check_args(args)
     device = pick_device(args.device)
     if args.dtype == "bfloat16" and device.type != "cuda":
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
