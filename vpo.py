@@ -15,19 +15,33 @@ The estimator, step by step (VPO.md, "The estimator"), and where each step lives
 Max inside, mean outside: E_w[max_y w^T r(y)] rewards a set whose answers win different regions of weight space.
 
 Baselines share the interface: each returns (advantages (B, G), scores (B, G)), scores being the per-rollout
-scalar that was normalized. grpo_advantages, multi_rlvr_advantages, random_weight_advantages,
-gdpo_advantages, maxrl_advantages.
+scalar that was normalized (VPO.md, "Baselines" and "The authors' setup in detail"):
+  GRPO            s_g = w*^T r(y_g), A = group_normalize(s)                         grpo_advantages
+  Multi-RLVR      s_g = sum (or max) over rollout g's valid answers of w*^T r(y)    multi_rlvr_advantages
+  random weights  s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group            random_weight_advantages
+  GDPO            S_g = sum_d w*_d z_group(r_d)_g, A = S whitened over the batch    gdpo_advantages
+  Max@k           s_i = (1/C(G,k)) sum_{k-subsets S with i} max_{j in S} w*^T r_j   max_at_k_advantages
+  MaxRL           A_g = (s_g - mean_group s) / (mean_group s + eps)                 maxrl_advantages
 
-Metrics take numpy arrays or torch tensors and return Python floats: pass_at_k, best_at_k, expected_best,
-expected_best_at_k, diversity.
+Metrics take numpy arrays or torch tensors and return Python numbers (exact expectations, no resampling):
+  best@k          E[max of k answers' scores], k drawn as whole rollouts (ours)     best_at_k
+                  or from one pool of all answers (the authors', pooled=True)
+  pass@k          1 - C(n-c, k) / C(n, k); best_at_k on 0/1 scores is the same      pass_at_k
+  E_w[best@k]     (1/N) sum_n best@k under w_n^T r, the VPO objective               expected_best_at_k
+  E_w max         (1/N) sum_n max_y w_n^T r(y) of one pool                          expected_best
+  diversity       mean pairwise L1 distance between a pool's reward vectors         diversity
+  Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics
+                  front vectors, mean of each reward dimension
 
 Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
 masked out by the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out
 of every max, and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's
-"missing answers count as zero vectors".
+"missing answers count as zero vectors". In a pooled best@k a masked answer keeps its slot and scores 0;
+diversity and pareto_metrics describe the valid answers only.
 """
 import math
 
+import numpy as np
 import torch
 
 SCALES = ("group", "batch", "none")
@@ -50,37 +64,12 @@ def _masked_max(x, mask):
 
 # --- Step 1: weights on the simplex -------------------------------------------------------------------------------
 
-def _log_gamma(shape, alpha, generator):
-    """log z with z ~ Gamma(alpha, 1), drawn only from `generator` (torch._standard_gamma takes none).
-
-    alpha = 1: z = -log U is exponential. Otherwise Marsaglia & Tsang (2000): for a >= 1, d = a - 1/3,
-    c = 1/sqrt(9 d), x ~ N(0, 1), v = (1 + c x)^3; accept z = d v if v > 0 and log U < x^2/2 + d - d v + d log v.
-    alpha < 1: Gamma(alpha) = Gamma(alpha + 1) * U^(1/alpha), kept in log space so tiny z cannot underflow.
-    """
-    if alpha == 1.0:
-        z = torch.empty(shape, dtype=torch.float64).exponential_(generator=generator)
-        return z.clamp_min(torch.finfo(torch.float64).tiny).log()
-    a = alpha + 1.0 if alpha < 1 else alpha
-    d, n = a - 1.0 / 3.0, math.prod(shape)
-    c = 1.0 / math.sqrt(9.0 * d)
-    z, todo = torch.empty(n, dtype=torch.float64), torch.arange(n)
-    while len(todo):                                           # a few % are rejected per round
-        x = torch.randn(len(todo), generator=generator, dtype=torch.float64)
-        u = torch.rand(len(todo), generator=generator, dtype=torch.float64)
-        v = (1 + c * x) ** 3
-        ok = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp_min(1e-300).log())
-        z[todo[ok]] = d * v[ok]
-        todo = todo[~ok]
-    log_z = z.log()
-    if alpha < 1:
-        log_z = log_z + torch.rand(n, generator=generator, dtype=torch.float64).log() / alpha
-    return log_z.view(shape)
-
-
 def sample_weights(num_groups, num_weights, dim, alpha=1.0, generator=None, sampler="iid"):
     """N weight vectors per group, w_{b,n} ~ Dir(alpha 1_D): (B, N, D) float32, rows on the simplex.
 
-    sampler="iid":   w = z / sum_d z_d with z_d ~ Gamma(alpha, 1) independent.
+    sampler="iid":   independent draws from numpy's Generator.dirichlet, seeded by one draw from `generator`
+                     (train.py checkpoints torch generator states). numpy switches to stick-breaking with Beta
+                     draws when alpha < 0.1, so tiny alpha gives corners, not NaN (numpy PR #14924, numpy >= 1.18).
     sampler="sobol": per group the first N points u of a scrambled Sobol sequence in [0, 1)^(D-1), mapped to the
                      simplex by sorted-uniform spacings, w = diff(0, sort(u), 1). For uniform u this is exactly
                      Dir(1), so only alpha = 1 is supported (ValueError otherwise); the N points cover the simplex
@@ -90,14 +79,16 @@ def sample_weights(num_groups, num_weights, dim, alpha=1.0, generator=None, samp
     _check(num_groups >= 0, "num_groups", ">= 0", num_groups)
     _check(num_weights >= 1, "num_weights", ">= 1", num_weights)
     _check(dim >= 1, "dim", ">= 1", dim)
-    _check(alpha > 0, "alpha", "> 0", alpha)
+    _check(0 < alpha < math.inf, "alpha", "finite and > 0", alpha)
     _check(sampler in ("iid", "sobol"), "sampler", "'iid' or 'sobol'", repr(sampler))
+    _check(sampler == "iid" or alpha == 1.0, "alpha", "1.0 with sampler='sobol'", alpha)
     B, N, D = num_groups, num_weights, dim
-    if sampler == "iid":
-        return torch.softmax(_log_gamma((B, N, D), alpha, generator), dim=-1).float()  # z / sum(z)
-    _check(alpha == 1.0, "alpha", "1.0 with sampler='sobol'", alpha)
     if D == 1:
         return torch.ones(B, N, 1)
+    if sampler == "iid":
+        seed = int(torch.randint(2**62, (1,), generator=generator))
+        w = np.random.default_rng(seed).dirichlet(np.full(D, float(alpha)), size=(B, N))   # (B, N, D)
+        return torch.from_numpy(w).float()
     seeds = torch.randint(2**62, (B,), generator=generator).tolist()
     u = torch.stack([torch.quasirandom.SobolEngine(D - 1, scramble=True, seed=s).draw(N, dtype=torch.float64)
                      for s in seeds]).sort(dim=-1).values                           # (B, N, D-1), sorted
@@ -212,19 +203,68 @@ def random_weight_advantages(rewards, alpha=1.0, generator=None, scale="group"):
     return group_normalize(s, scale), s
 
 
-def gdpo_advantages(rewards, deploy_weights=None, scale="group"):
-    """GDPO: A_g = sum_d c_d A_{g,d}, A_{.,d} = group_normalize(r_{.,d}) for each reward dimension on its own.
+def gdpo_advantages(rewards, deploy_weights, scale="group", token_counts=None, eps=1e-6):
+    """GDPO as the authors run it: per-dimension group z-scores, summed with the task weights, whitened over the batch.
 
-    c = w* / sum(w*) if deploy_weights is given, else c_d = 1/D. scores s_g = sum_d c_d r_{g,d} (for logging;
-    it is not what gets normalized).
+    A_{g,d} = group_normalize(r_{.,d})_g for each reward dimension d on its own      (B, G, D)
+    S_g     = sum_d w*_d A_{g,d}                                                    (B, G), returned as scores
+    A_g     = (S_g - mean S) / (std S + eps), mean and std over all B*G rollouts of the batch.
+    The std is the sample std (ddof = 1), as veRL's masked_whiten computes it. token_counts (B, G), if given,
+    weights each rollout by its number of response tokens, as the authors' whitening over tokens does (ddof = 1
+    then counts tokens). Scaling w* or the per-dimension std (ddof 0 or 1) does not change A: whitening undoes it.
+    Taken literally, a group whose rewards are all alike has S = 0 but gets A = -mean S / std S, not 0: whitening
+    shifts the whole batch. A batch whose S has std < eps gets A = 0. One answer per rollout: (B, G, D) or (B, G, 1, D).
     """
     r = _single_answer(rewards)                                                      # (B, G, D)
-    D = r.shape[2]
-    c = torch.ones(D) if deploy_weights is None else torch.as_tensor(deploy_weights)
-    _check(c.shape == (D,), "deploy_weights", f"shape ({D},)", tuple(c.shape))
-    c = c.to(r) / c.sum().to(r)                                                      # c_d, sum_d c_d = 1
-    per_dim = torch.stack([group_normalize(r[..., d], scale) for d in range(D)], dim=-1)   # A_{g,d}: (B, G, D)
-    return per_dim @ c, r @ c
+    w = torch.as_tensor(deploy_weights, dtype=r.dtype)
+    _check(w.shape == r.shape[2:], "deploy_weights", f"shape ({r.shape[2]},)", tuple(w.shape))
+    per_dim = torch.stack([group_normalize(r[..., d], scale) for d in range(r.shape[2])], dim=-1)   # A_{g,d}
+    S = per_dim @ w                                                                  # (B, G)
+    n = torch.ones_like(S) if token_counts is None else torch.as_tensor(token_counts).to(S)
+    _check(n.shape == S.shape and (n >= 0).all() and n.sum() > 0, "token_counts",
+           f"of shape {tuple(S.shape)}, >= 0 and not all 0", tuple(n.shape))
+    mean = (n * S).sum() / n.sum()
+    std = ((n * (S - mean) ** 2).sum() / (n.sum() - 1).clamp_min(1)).sqrt()
+    if std < eps:
+        return torch.zeros_like(S), S
+    return (S - mean) / (std + eps), S
+
+
+def max_at_k_scores(s, k):
+    """Max@k per-rollout rewards of a group of n scalar rewards s (B, n) -> (B, n), float64.
+
+    s_i = (1 / C(n, k)) sum_{k-subsets S of the group, S containing i} max_{j in S} s_j, computed from the ascending
+    order s_(1) <= ... <= s_(n) as s_(i) -> [C(i-1, k-1) s_(i) + sum_{j>i} C(j-2, k-2) s_(j)] / C(n, k)
+    (i is the max of C(i-1, k-1) of its subsets, and j > i the max of C(j-2, k-2)). sum_i s_i = k E[max of k].
+    The formula is exact for any order of tied values; tied rollouts are then given the value computed at the top
+    of their run, so equal rewards get bit-equal scores.
+    """
+    B, n = s.shape
+    top = math.comb(n, k)
+    own = torch.tensor([math.comb(i - 1, k - 1) / top for i in range(1, n + 1)], dtype=torch.float64)
+    above = torch.tensor([math.comb(j - 2, k - 2) / top if j >= 2 and k >= 2 else 0.0 for j in range(1, n + 1)],
+                         dtype=torch.float64)
+    r, order = s.double().sort(dim=1)                                                # r_(1) <= ... <= r_(n)
+    suffix = (above * r).flip(1).cumsum(1).flip(1)                                   # sum_{j >= i} C(j-2, k-2) r_(j)
+    sorted_scores = own * r + torch.cat([suffix[:, 1:], torch.zeros(B, 1, dtype=r.dtype)], dim=1)   # j > i only
+    run_top = torch.searchsorted(r, r, right=True) - 1                               # last position of each tie run
+    sorted_scores = sorted_scores.gather(1, run_top)
+    return torch.empty_like(sorted_scores).scatter_(1, order, sorted_scores)        # back to rollout order
+
+
+def max_at_k_advantages(rewards, deploy_weights, k=None, scale="group"):
+    """Max@k: A = group_normalize(s), s_i the Max@k reward of rollout i for the scalar w*^T r (max_at_k_scores).
+
+    The policy gradient of E[max of k samples of w*^T r], estimated from a group of n = G rollouts. One answer per
+    rollout: rewards (B, G, D) or (B, G, 1, D). k defaults to max(2, G // 2) (the authors'); 1 <= k <= G - 1: k = 1
+    is plain GRPO (s_i = r_i / G), k = G gives every rollout the group max (no signal), so it is refused.
+    """
+    r = _scalarize(_single_answer(rewards), deploy_weights)                         # w*^T r: (B, G)
+    G = r.shape[1]
+    k = max(2, G // 2) if k is None else k
+    _check(isinstance(k, int) and 1 <= k < G, "k", f"an integer in [1, G - 1] with G = {G} rollouts per group", k)
+    s = max_at_k_scores(r, k).to(r.dtype)
+    return group_normalize(s, scale), s
 
 
 def maxrl_advantages(rewards, deploy_weights, eps=1e-6):
@@ -347,14 +387,26 @@ def _rollout_draws(k, m, n_rollouts):
     return k // m
 
 
-def best_at_k(scores, k, m=None, mask=None):
+def _pool(scores, mask, k):
+    """Every answer of scores (..., n_rollouts, m) one member of a pool (..., n_rollouts * m); masked ones score 0."""
+    pool = (scores if mask is None else scores.masked_fill(~mask, 0.0)).flatten(-2)
+    _check(1 <= k <= pool.shape[-1], "k", f"in [1, {pool.shape[-1]}] (the answers in the pool)", k)
+    return pool
+
+
+def best_at_k(scores, k, m=None, mask=None, pooled=False):
     """Exact E[best@k]: the expected max of k answers drawn without replacement from a pool of scored answers.
 
     scores (n,): one answer per rollout; E[max] = sum_i s_(i) C(i-1, k-1) / C(n, k) over the ascending scores.
-    scores (n_rollouts, m): m answers per rollout; each rollout scores the max of its valid answers (0 if none)
+    scores (n_rollouts, m), pooled=False (ours): each rollout scores the max of its valid answers (0 if none)
     and k/m whole rollouts are drawn, so k counts answers as for a single-answer model. k must be a multiple
-    of m (m defaults to scores.shape[1]; if given it must match). mask (same shape, bool) marks valid answers:
-    masked ones are left out of the max, which for scores >= 0 is the same as scoring them 0. Scores are finite.
+    of m (m defaults to scores.shape[1]; if given it must match).
+    pooled=True (the authors'): all n_rollouts * m answers form one pool, rollout boundaries ignored, and k answers
+    are drawn from it, any 1 <= k <= n_rollouts * m. Equal to whole rollouts for m = 1 or k = n_rollouts * m;
+    otherwise either is larger: whole rollouts win when a rollout's answers differ (VPO's sets), lose when they repeat.
+    mask (same shape, bool) marks valid answers. A masked answer still takes its slot and scores 0 (the authors
+    score a missing answer as the zero vector; k counts answer slots, so a wasted slot cannot be redrawn); in
+    whole rollouts it is left out of the max, the same for scores >= 0. Scores are finite. k > pool: ValueError.
     """
     s = _f64(scores)
     mask = _bool(mask, s.shape)
@@ -362,6 +414,8 @@ def best_at_k(scores, k, m=None, mask=None):
         s, mask = s[:, None], None if mask is None else mask[:, None]
     _check(s.dim() == 2, "scores", "(n,) or (n_rollouts, m)", tuple(s.shape))
     _check(m is None or m == s.shape[1], "m", f"scores.shape[1] = {s.shape[1]}", m)
+    if pooled:
+        return float(_expected_max(_pool(s, mask, k), k))
     draws = _rollout_draws(k, s.shape[1], s.shape[0])
     return float(_expected_max(_masked_max(s, mask), draws))
 
@@ -375,11 +429,12 @@ def expected_best(reward_vectors, weights):
     return 0.0 if len(r) == 0 else float((w @ r.T).amax(dim=-1).mean())
 
 
-def expected_best_at_k(rewards, k, weights, mask=None):
+def expected_best_at_k(rewards, k, weights, mask=None, pooled=False):
     """E_w[best@k], the VPO set objective as an evaluation number: (1/N) sum_n best@k under the scalar w_n^T r.
 
     rewards (n_rollouts, m, D) (or (n, D) for single answers), weights (N, D), mask rewards.shape[:-1] bool. For each
     w_n a rollout scores max_{valid y} w_n^T r(y); then the exact best@k over rollouts with k/m draws (best_at_k).
+    pooled=True: for each w_n the exact best@k of the pool of all answers, masked ones scoring 0 (best_at_k).
     """
     r, w = _f64(rewards), _f64(weights)
     mask = _bool(mask, r.shape[:-1])
@@ -387,9 +442,11 @@ def expected_best_at_k(rewards, k, weights, mask=None):
         r, mask = r[:, None], None if mask is None else mask[:, None]
     _check(r.dim() == 3 and w.dim() == 2 and r.shape[2] == w.shape[1], "rewards/weights",
            "(n_rollouts, m, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    scores = torch.einsum("gmd,nd->ngm", r, w)                                       # w_n^T r(y): (N, n_rollouts, m)
+    if pooled:
+        return float(_expected_max(_pool(scores, mask, k), k).mean())
     draws = _rollout_draws(k, r.shape[1], r.shape[0])
-    per_rollout = _masked_max(torch.einsum("gmd,nd->ngm", r, w), mask)               # (N, n_rollouts)
-    return float(_expected_max(per_rollout, draws).mean())
+    return float(_expected_max(_masked_max(scores, mask), draws).mean())             # per rollout: (N, n_rollouts)
 
 
 def diversity(reward_vectors, mask=None):
@@ -405,3 +462,24 @@ def diversity(reward_vectors, mask=None):
     if n < 2:
         return 0.0
     return float((r[:, None] - r[None]).abs().sum() / (n * (n - 1)))                # each pair counted twice
+
+
+def pareto_metrics(reward_vectors, mask=None):
+    """The pool statistics the authors log: how much of a pool is on its own Pareto front, and the mean of each dim.
+
+    reward_vectors (n, D), or (n_rollouts, m, D) taken as one pool of answers; mask (same leading shape, bool)
+    keeps the valid answers only (to count missing answers as zero vectors, as the authors' pools do, pass the
+    zero-filled rewards without a mask). Answer i is Pareto-optimal if no answer j has r_j >= r_i in every
+    dimension and r_j > r_i in one; an exact duplicate does not dominate, so every copy of a front vector counts.
+    -> {"pareto_frac": (# Pareto-optimal answers) / n, "pareto_distinct": # distinct Pareto-optimal vectors (int),
+        "dim_mean": [mean of r_d over the pool for d = 1..D]}. An empty pool gives 0.0, 0 and zeros.
+    """
+    r = _f64(reward_vectors)
+    mask = _bool(mask, r.shape[:-1])
+    r = r.reshape(-1, r.shape[-1]) if mask is None else r[mask]                      # (n, D)
+    if len(r) == 0:
+        return {"pareto_frac": 0.0, "pareto_distinct": 0, "dim_mean": [0.0] * r.shape[-1]}
+    covers = (r[:, None] >= r[None]).all(-1) & (r[:, None] > r[None]).any(-1)       # [j, i]: j dominates i
+    front = ~covers.any(dim=0)                                                       # (n,) bool
+    return {"pareto_frac": float(front.double().mean()), "pareto_distinct": len(torch.unique(r[front], dim=0)),
+            "dim_mean": r.mean(dim=0).tolist()}

@@ -1,7 +1,7 @@
 """
 Tests for vpo.py's estimators and loss: against brute-force loops or hand-computed values, the invariances
-the paper relies on, the loss's clipping and gradients. The metrics and the authors' smallest demonstration
-are in test_vpo_metrics.py.
+the paper relies on, the loss's clipping and gradients. GDPO and Max@k are in test_vpo_baselines.py, the metrics
+and the authors' smallest demonstration in test_vpo_metrics.py.
 
     python -m pytest -q tests/test_vpo.py
 """
@@ -33,7 +33,7 @@ def test_sample_weights_on_simplex_and_reproducible(sampler, alpha):
 
 
 @pytest.mark.parametrize("sampler,alpha,tol", [("iid", 1.0, 0.04), ("iid", 0.3, 0.05), ("iid", 2.5, 0.04),
-                                               ("sobol", 1.0, 0.01)])
+                                               ("iid", 0.05, 0.05), ("sobol", 1.0, 0.01)])
 def test_sample_weights_dirichlet_moments(sampler, alpha, tol):
     D = 4
     w = vpo.sample_weights(16, 1024, D, alpha=alpha, generator=gen(3), sampler=sampler).double().reshape(-1, D)
@@ -43,12 +43,23 @@ def test_sample_weights_dirichlet_moments(sampler, alpha, tol):
     assert torch.allclose(w.var(0), torch.full((D,), var, dtype=torch.float64), rtol=tol)
 
 
+def test_sample_weights_sobol_is_spacings_of_scrambled_sobol_points():
+    B, N, D = 2, 5, 3
+    w = vpo.sample_weights(B, N, D, sampler="sobol", generator=gen(4))
+    seeds = torch.randint(2**62, (B,), generator=gen(4)).tolist()                   # one scrambling seed per group
+    for b, seed in enumerate(seeds):
+        u = torch.quasirandom.SobolEngine(D - 1, scramble=True, seed=seed).draw(N, dtype=torch.float64)
+        edges = torch.cat([torch.zeros(N, 1), u.sort(-1).values, torch.ones(N, 1)], -1)
+        assert torch.equal(w[b], edges.diff(dim=-1).float())
+
+
 def test_sample_weights_edge_cases_and_bad_input():
     assert torch.equal(vpo.sample_weights(2, 3, 1, generator=gen()), torch.ones(2, 3, 1))
     assert torch.equal(vpo.sample_weights(2, 3, 1, sampler="sobol", generator=gen()), torch.ones(2, 3, 1))
     w = vpo.sample_weights(2, 5000, 3, alpha=1e-3, generator=gen())     # tiny alpha: mass on corners, no NaN
     assert torch.isfinite(w).all() and (w.max(-1).values > 0.99).float().mean() > 0.9
-    for kwargs, arg in [({"alpha": 0.0}, "alpha"), ({"alpha": -1.0}, "alpha"), ({"num_weights": 0}, "num_weights"),
+    for kwargs, arg in [({"alpha": 0.0}, "alpha"), ({"alpha": -1.0}, "alpha"), ({"alpha": math.inf}, "alpha"),
+                        ({"alpha": math.nan}, "alpha"), ({"num_weights": 0}, "num_weights"),
                         ({"sampler": "halton"}, "sampler"), ({"sampler": "sobol", "alpha": 0.5}, "alpha")]:
         args = {"num_groups": 2, "num_weights": 4, "dim": 3, **kwargs}
         with pytest.raises(ValueError, match=arg):
@@ -212,17 +223,6 @@ def test_random_weight_advantages_one_draw_per_group():
     w = vpo.sample_weights(3, 1, 2, generator=gen(8))[:, 0]           # the same draws: (B, D)
     assert torch.allclose(s, torch.einsum("bgd,bd->bg", rewards, w))
     assert torch.allclose(adv, vpo.group_normalize(s))
-
-
-def test_gdpo_advantages_hand_example():
-    k = 0.5 / (0.5 + 1e-6)                                  # +-1 after normalizing a pair that differs by 1
-    rewards = torch.tensor([[[1.0, 0.0], [0.0, 0.0]]])     # dim 0 separates the pair, dim 1 is flat
-    adv, s = vpo.gdpo_advantages(rewards)                   # plain mean over dims: (A_0 + 0) / 2
-    assert torch.allclose(adv, torch.tensor([[k / 2, -k / 2]])) and torch.allclose(s, torch.tensor([[0.5, 0.0]]))
-    rewards = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])     # the dims disagree: A_0 = (k, -k), A_1 = (-k, k)
-    adv, s = vpo.gdpo_advantages(rewards, deploy_weights=[3.0, 1.0])  # c = (0.75, 0.25)
-    assert torch.allclose(adv, torch.tensor([[0.5 * k, -0.5 * k]]))
-    assert torch.allclose(s, torch.tensor([[0.75, 0.25]]))
 
 
 def test_maxrl_advantages_hand_example():

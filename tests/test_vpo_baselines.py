@@ -1,0 +1,142 @@
+"""
+Tests for the baselines the authors report next to VPO: Max@k (against the average over every k-subset) and GDPO
+as the authors run it (against hand-computed values).
+
+    python -m pytest -q tests/test_vpo_baselines.py
+"""
+import itertools
+import math
+
+import pytest
+import torch
+
+import vpo
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# --- Max@k --------------------------------------------------------------------------------------------------------
+
+def max_at_k_brute(s, k):
+    """s_i = (1 / C(n, k)) sum over the k-subsets S containing i of max_{j in S} s_j, by enumeration: (B, n)."""
+    B, n = s.shape
+    out = torch.zeros(B, n, dtype=torch.float64)
+    for b in range(B):
+        for subset in itertools.combinations(range(n), k):
+            best = max(float(s[b, j]) for j in subset)
+            for i in subset:
+                out[b, i] += best
+    return out / math.comb(n, k)
+
+
+def tied_rewards(B, G, seed):
+    """(B, G, 2) rewards on a coarse grid, so that the scalars w*^T r tie often."""
+    return torch.randint(0, 3, (B, G, 2), generator=gen(seed)).double() / 2
+
+
+@pytest.mark.parametrize("G", [2, 3, 5, 8])
+def test_max_at_k_scores_equal_the_subset_average(G):
+    w = [0.5, 0.5]
+    for k in range(1, G):
+        rewards = tied_rewards(6, G, seed=G * 10 + k)
+        s = rewards @ torch.tensor(w, dtype=torch.float64)
+        assert len(set(s.flatten().tolist())) < s.numel()                           # ties are really there
+        adv, scores = vpo.max_at_k_advantages(rewards, w, k=k)
+        assert scores.shape == (6, G) and scores.dtype == torch.float64
+        assert torch.allclose(scores, max_at_k_brute(s, k), atol=1e-12)
+        assert torch.equal(adv, vpo.group_normalize(scores))
+        # sum_i s_i = k E[max of k], the unbiased max@k of the group
+        expected = torch.tensor([vpo.best_at_k(row, k) for row in s], dtype=torch.float64)
+        assert torch.allclose(scores.sum(1), k * expected, atol=1e-12)
+
+
+def test_max_at_k_ties_get_bit_equal_scores():
+    r = torch.tensor([[0.1, 0.2, 0.3, 0.2, 0.2, 0.3, 0.0, 0.3]], dtype=torch.float32)[..., None]   # D = 1
+    for k in range(1, 8):
+        _, s = vpo.max_at_k_advantages(r, [1.0], k=k)
+        assert s.dtype == torch.float32
+        assert s[0, 1] == s[0, 3] == s[0, 4] and s[0, 2] == s[0, 5] == s[0, 7]
+    flat = torch.full((2, 6, 1, 3), 0.7)                                            # (B, G, 1, D), all alike
+    adv, s = vpo.max_at_k_advantages(flat, [0.2, 0.3, 0.5])
+    assert (s == s[0, 0]).all() and torch.equal(adv, torch.zeros(2, 6))
+
+
+def test_max_at_k_defaults_k1_invariances_and_groups():
+    rewards = torch.rand(4, 8, 3, generator=gen(1))
+    w = [0.2, 0.3, 0.5]
+    s = rewards @ torch.tensor(w)
+    _, default = vpo.max_at_k_advantages(rewards, w)
+    assert torch.equal(default, vpo.max_at_k_advantages(rewards, w, k=4)[1])       # k = max(2, G // 2) = 4
+    adv1, s1 = vpo.max_at_k_advantages(rewards, w, k=1)                             # k = 1: s_i = r_i / G, GRPO
+    assert torch.allclose(s1, s / 8)                                                 # eps acts on std / 8:
+    assert torch.allclose(adv1, vpo.grpo_advantages(rewards, w)[0], rtol=1e-3)     # equal up to it
+    perm = torch.tensor([3, 0, 7, 1, 6, 2, 5, 4])                                   # order of rollouts in a group
+    assert torch.allclose(vpo.max_at_k_advantages(rewards[:, perm], w, k=3)[1], vpo.max_at_k_advantages(
+        rewards, w, k=3)[1][:, perm])
+    per_group = torch.cat([vpo.max_at_k_advantages(rewards[b:b + 1], w, k=3)[1] for b in range(4)])
+    assert torch.equal(per_group, vpo.max_at_k_advantages(rewards, w, k=3)[1])    # groups do not mix
+    big = torch.rand(1, 48, 1, generator=gen(2))                                    # C(48, 24) ~ 3e13: no overflow
+    assert torch.allclose(vpo.max_at_k_advantages(big, [1.0], k=24)[1].sum(),
+                          24 * torch.tensor(vpo.best_at_k(big[0, :, 0], 24), dtype=torch.float32))
+
+
+def test_max_at_k_bad_input():
+    rewards = torch.rand(2, 4, 2, generator=gen(3))
+    for k in (0, 4, 5, 2.0):
+        with pytest.raises(ValueError, match="k"):
+            vpo.max_at_k_advantages(rewards, [0.5, 0.5], k=k)
+    with pytest.raises(ValueError, match="k"):                                      # G = 2: default k = 2 = G
+        vpo.max_at_k_advantages(rewards[:, :2], [0.5, 0.5])
+    with pytest.raises(ValueError, match="rewards"):
+        vpo.max_at_k_advantages(torch.rand(2, 4, 3, 2), [0.5, 0.5])                 # m = 3
+    with pytest.raises(ValueError, match="deploy_weights"):
+        vpo.max_at_k_advantages(rewards, [1.0])
+
+
+# --- GDPO ---------------------------------------------------------------------------------------------------------
+
+C = 0.5 / (0.5 + 1e-6)                    # a pair that differs by 1, group z-normalized (population std 0.5): +-C
+GDPO_REWARDS = torch.tensor([[[1.0, 0.0], [0.0, 1.0]],      # the dims disagree: A_0 = (C, -C), A_1 = (-C, C)
+                             [[1.0, 1.0], [1.0, 0.0]],      # dim 0 flat: A_0 = (0, 0), A_1 = (C, -C)
+                             [[0.5, 0.5], [0.5, 0.5]]])     # all alike: A = 0 in every dim
+
+
+def test_gdpo_hand_example():
+    adv, S = vpo.gdpo_advantages(GDPO_REWARDS, [0.75, 0.25])
+    # S_g = sum_d w*_d A_{g,d}: group 0 0.75 (C, -C) + 0.25 (-C, C), group 1 0.25 (C, -C), group 2 zeros
+    expected_S = torch.tensor([[0.5, -0.5], [0.25, -0.25], [0.0, 0.0]]) * C
+    assert torch.allclose(S, expected_S)
+    # batch mean 0; sample std over the 6 rollouts: sqrt(C^2 (2 * 0.25 + 2 * 0.0625) / 5) = C sqrt(0.125)
+    std = C * math.sqrt(0.125)
+    assert torch.allclose(adv, expected_S / (std + 1e-6))
+    assert adv[0, 0] == pytest.approx(0.5 / math.sqrt(0.125), abs=1e-5)              # 1.414, not GDPO's old 0.5
+    adv3, _ = vpo.gdpo_advantages(GDPO_REWARDS, [3.0, 1.0])                         # the scale of w* drops out
+    assert torch.allclose(adv3, adv, atol=1e-5)
+    adv4, _ = vpo.gdpo_advantages(GDPO_REWARDS[:, :, None], [0.75, 0.25])           # (B, G, 1, D) too
+    assert torch.equal(adv4, adv)
+
+
+def test_gdpo_token_weighted_whitening_shifts_flat_groups():
+    n = torch.tensor([[3.0, 1.0], [1.0, 1.0], [2.0, 2.0]])                          # response tokens per rollout
+    adv, S = vpo.gdpo_advantages(GDPO_REWARDS, [0.75, 0.25], token_counts=n)
+    # token-weighted mean: (3 * 0.5 - 0.5 + 0.25 - 0.25) C / 10 = 0.1 C
+    # var: (3 * 0.4^2 + 0.6^2 + 0.15^2 + 0.35^2 + 4 * 0.1^2) C^2 / (10 - 1) = 1.025 C^2 / 9
+    mean, std = 0.1 * C, C * math.sqrt(1.025 / 9)
+    assert torch.allclose(adv, (S - mean) / (std + 1e-6))
+    assert adv[2, 0] == adv[2, 1] < 0                                                # the flat group moves too
+    assert torch.allclose(vpo.gdpo_advantages(GDPO_REWARDS, [0.75, 0.25], token_counts=torch.ones(3, 2))[0],
+                          vpo.gdpo_advantages(GDPO_REWARDS, [0.75, 0.25])[0])
+
+
+def test_gdpo_flat_batch_and_bad_input():
+    flat = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[0.3, 0.3], [0.3, 0.3]]])
+    adv, S = vpo.gdpo_advantages(flat, [0.5, 0.5])
+    assert torch.equal(adv, torch.zeros(2, 2)) and torch.equal(S, torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="deploy_weights"):
+        vpo.gdpo_advantages(GDPO_REWARDS, [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="token_counts"):
+        vpo.gdpo_advantages(GDPO_REWARDS, [0.5, 0.5], token_counts=torch.ones(3, 3))
+    with pytest.raises(ValueError, match="token_counts"):
+        vpo.gdpo_advantages(GDPO_REWARDS, [0.5, 0.5], token_counts=torch.zeros(3, 2))
