@@ -58,6 +58,11 @@ def test_max_at_k_ties_get_bit_equal_scores():
         _, s = vpo.max_at_k_advantages(r, [1.0], k=k)
         assert s.dtype == torch.float32
         assert s[0, 1] == s[0, 3] == s[0, 4] and s[0, 2] == s[0, 5] == s[0, 7]
+    # without equalizing ties these float64 groups give tied rollouts scores one ulp apart
+    for group, k, tied in [([0.9, 0.7, 0.9, 0.3], 2, [0, 2]), ([0.7, 0.3, 0.9, 0.9, 0.9], 2, [2, 3, 4])]:
+        r = torch.tensor([group], dtype=torch.float32).double()[..., None]
+        _, s = vpo.max_at_k_advantages(r, [1.0], k=k)
+        assert len(set(s[0, tied].tolist())) == 1
     flat = torch.full((2, 6, 1, 3), 0.7)                                            # (B, G, 1, D), all alike
     adv, s = vpo.max_at_k_advantages(flat, [0.2, 0.3, 0.5])
     assert (s == s[0, 0]).all() and torch.equal(adv, torch.zeros(2, 6))

@@ -64,6 +64,99 @@ def test_best_at_k_multi_answer_against_rollout_enumeration():
         vpo.best_at_k([0.1, 0.2], 3)
 
 
+def pooled_brute(scores, mask, k):
+    """Average over every k-subset of the pool of all answers (masked ones scoring 0) of its best score."""
+    pool = np.where(mask, scores, 0.0).reshape(-1)
+    return np.mean([max(sub) for sub in itertools.combinations(pool, k)])
+
+
+def test_best_at_k_pooled_against_subset_enumeration():
+    rng = np.random.default_rng(4)
+    scores = rng.integers(0, 4, (4, 3)) / 4                 # 4 rollouts of m = 3 answers, many ties
+    mask = rng.random((4, 3)) > 0.3
+    mask[1] = False
+    for k in range(1, 13):                                  # any k, not only multiples of m
+        assert vpo.best_at_k(scores, k, mask=mask, pooled=True) == pytest.approx(pooled_brute(scores, mask, k),
+                                                                                 abs=1e-12)
+    assert vpo.best_at_k(scores, 12, mask=mask, pooled=True) == pytest.approx(
+        vpo.best_at_k(scores, 12, mask=mask), abs=1e-12)    # the whole pool: both definitions agree
+    single = scores[:, :1]                                  # m = 1: a rollout is an answer
+    for k in range(1, 5):
+        assert vpo.best_at_k(single, k, pooled=True) == pytest.approx(vpo.best_at_k(single, k), abs=1e-12)
+        assert vpo.best_at_k(single[:, 0], k, pooled=True) == pytest.approx(vpo.best_at_k(single, k), abs=1e-12)
+    for k in (0, 13):
+        with pytest.raises(ValueError, match="k"):
+            vpo.best_at_k(scores, k, pooled=True)
+
+
+def test_best_at_k_pooled_vs_whole_rollouts_by_hand():
+    # rollouts (1, 1) and (0, 0), k = 2: one whole rollout wins half the time; two pooled answers miss both 1s
+    # only when they are the two 0s, 1 - 1/C(4, 2) = 5/6
+    assert vpo.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2) == pytest.approx(0.5)
+    assert vpo.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
+    # rollouts (1, 0) and (1, 0): every whole rollout holds a 1; two pooled answers can be the two 0s
+    assert vpo.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2) == pytest.approx(1.0)
+    assert vpo.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
+    # a masked answer keeps its slot and scores 0: k = 1 draws the valid 1 or the masked 9 with equal chance
+    assert vpo.best_at_k([[1.0, 9.0]], 1, mask=[[True, False]], pooled=True) == pytest.approx(0.5)
+
+
+def test_expected_best_at_k_pooled_against_brute_force():
+    rng = np.random.default_rng(5)
+    r = rng.integers(0, 3, (3, 2, 3)) / 2                   # 3 rollouts, m = 2, D = 3
+    mask = rng.random((3, 2)) > 0.3
+    w = vpo.sample_weights(1, 5, 3, generator=gen(5))[0].double().numpy()
+    for k in range(1, 7):
+        brute = np.mean([pooled_brute(r @ wn, mask, k) for wn in w])
+        got = vpo.expected_best_at_k(r, k, w, mask=mask, pooled=True)
+        assert got == pytest.approx(brute, abs=1e-12)
+    with pytest.raises(ValueError, match="k"):
+        vpo.expected_best_at_k(r, 7, w, pooled=True)
+
+
+def pareto_brute(pool):
+    """Flags of the Pareto-optimal answers by loops: nobody >= everywhere and > somewhere."""
+    return [not any(all(b >= a for a, b in zip(yi, yj)) and any(b > a for a, b in zip(yi, yj))
+                    for j, yj in enumerate(pool) if j != i) for i, yi in enumerate(pool)]
+
+
+def test_pareto_metrics_hand_made_pools():
+    pool = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.4, 0.4], [1.0, 0.0]])   # (0.4, 0.4) is dominated
+    got = vpo.pareto_metrics(pool)
+    assert got["pareto_frac"] == pytest.approx(4 / 5)       # both copies of (1, 0) are on the front
+    assert got["pareto_distinct"] == 3 and got["dim_mean"] == pytest.approx([0.58, 0.38])
+    assert vpo.pareto_metrics(np.array([[0.2, 0.7]])) == {"pareto_frac": 1.0, "pareto_distinct": 1,
+                                                          "dim_mean": pytest.approx([0.2, 0.7])}
+    one_wins = np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 1.0], [1.0, 0.2], [0.5, 1.0]])   # weak dominance counts
+    assert vpo.pareto_metrics(one_wins)["pareto_frac"] == pytest.approx(1 / 5)
+    assert vpo.pareto_metrics(one_wins)["pareto_distinct"] == 1
+    alike = vpo.pareto_metrics(np.full((3, 2), 0.3))        # duplicates do not dominate one another
+    assert alike["pareto_frac"] == 1.0 and alike["pareto_distinct"] == 1
+
+
+def test_pareto_metrics_masks_and_brute_force():
+    rewards = np.array([[[1.0, 0.0], [9.0, 9.0]], [[0.0, 1.0], [0.0, 0.5]]])       # (n_rollouts, m, D)
+    mask = np.array([[True, False], [True, True]])          # the masked (9, 9) would dominate everything
+    got = vpo.pareto_metrics(rewards, mask)
+    assert got["pareto_frac"] == pytest.approx(2 / 3) and got["pareto_distinct"] == 2
+    assert got["dim_mean"] == pytest.approx([1 / 3, 0.5])
+    assert vpo.pareto_metrics(torch.tensor(rewards), torch.tensor(mask)) == got
+    empty = vpo.pareto_metrics(rewards, np.zeros((2, 2), dtype=bool))
+    assert empty == {"pareto_frac": 0.0, "pareto_distinct": 0, "dim_mean": [0.0, 0.0]}
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        r = rng.integers(0, 3, (5, 3, 3)) / 2               # coarse grid: ties and duplicates
+        keep = rng.random((5, 3)) > 0.2
+        pool = r[keep]
+        flags = pareto_brute(pool.tolist())
+        got = vpo.pareto_metrics(r, keep)
+        assert got["pareto_frac"] == pytest.approx(np.mean(flags) if len(pool) else 0.0)
+        assert got["pareto_distinct"] == len({tuple(y) for y, f in zip(pool.tolist(), flags) if f})
+        assert got["dim_mean"] == pytest.approx(pool.mean(0).tolist() if len(pool) else [0.0] * 3)
+    with pytest.raises(ValueError, match="mask"):
+        vpo.pareto_metrics(rewards, mask[:, :1])
+
+
 def test_expected_best_and_expected_best_at_k_against_brute_force():
     rng = np.random.default_rng(2)
     r = rng.random((5, 2, 3))                               # 5 rollouts, m = 2, D = 3
