@@ -212,8 +212,10 @@ def gdpo_advantages(rewards, deploy_weights, scale="group", token_counts=None, e
     The std is the sample std (ddof = 1), as veRL's masked_whiten computes it. token_counts (B, G), if given,
     weights each rollout by its number of response tokens, as the authors' whitening over tokens does (ddof = 1
     then counts tokens). Scaling w* or the per-dimension std (ddof 0 or 1) does not change A: whitening undoes it.
-    Taken literally, a group whose rewards are all alike has S = 0 but gets A = -mean S / std S, not 0: whitening
-    shifts the whole batch. A batch whose S has std < eps gets A = 0. One answer per rollout: (B, G, D) or (B, G, 1, D).
+    Each group's z-scores sum to 0, so with rollouts counted alike mean S = 0 up to rounding: whitening only
+    rescales, and a group whose rewards are all alike (S = 0) keeps A = 0 up to rounding. With token_counts the
+    mean moves and, taken literally as the authors run it, such a group gets A = -mean S / std S, not 0.
+    A batch whose S has std < eps gets A = 0. One answer per rollout: (B, G, D) or (B, G, 1, D).
     """
     r = _single_answer(rewards)                                                      # (B, G, D)
     w = torch.as_tensor(deploy_weights, dtype=r.dtype)
@@ -255,9 +257,10 @@ def max_at_k_scores(s, k):
 def max_at_k_advantages(rewards, deploy_weights, k=None, scale="group"):
     """Max@k: A = group_normalize(s), s_i the Max@k reward of rollout i for the scalar w*^T r (max_at_k_scores).
 
-    The policy gradient of E[max of k samples of w*^T r], estimated from a group of n = G rollouts. One answer per
-    rollout: rewards (B, G, D) or (B, G, 1, D). k defaults to max(2, G // 2) (the authors'); 1 <= k <= G - 1: k = 1
-    is plain GRPO (s_i = r_i / G), k = G gives every rollout the group max (no signal), so it is refused.
+    sum_g s_g grad log pi(y_g) is an unbiased estimate of grad E[max of k samples of w*^T r] (VPO.md, "Max@k";
+    arXiv 2510.23393); the group normalization follows, as for GRPO. One answer per rollout: rewards (B, G, D) or
+    (B, G, 1, D). k defaults to max(2, G // 2) (the authors'); 1 <= k <= G - 1: k = 1 is plain GRPO
+    (s_i = r_i / G), and k = G gives every rollout the group max (no signal), so it is refused.
     """
     r = _scalarize(_single_answer(rewards), deploy_weights)                         # w*^T r: (B, G)
     G = r.shape[1]
