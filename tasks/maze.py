@@ -18,11 +18,19 @@ other string; else, with g, d, l the fractions of gold, diamond and lava cells e
         b = 1.5 if the bonus cell + was entered before E, else 1.
 An item kind the grid lacks scores 0 (gold, diamonds) or 1 (lava). Deployment scalar w*ᵀr, w* = (1/4, 1/4, 1/4, 1/4).
 
-design="corners" (default; the paper's generator, ../shared/VPO.md "The authors' setup in detail"). Example
-(train problem, seed 0; the prompt is 116 bytes):
+design="corners" (default; the paper's generator, ../shared/VPO.md "The authors' setup in detail"). The first
+train maze of seed 0 (its prompt, 116 bytes, is this grid under "maze: 3 routes, budget 27"), and render() of an
+all-gold route RDDDDDDDLDRRRRRRRR, r = (1, 1, 0, 1), and an all-diamond one RDRDRRRUURRDRDDDDDDD, r = (1, 0, 1, 0.8):
 
-    maze: 3 routes, budget 23       S and E on opposite corners of a random diagonal; the gold corner and
-    ...
+    S..#..**.   >v.#..**.   >v.#.>>v.
+    #..#...**   #v.#...**   #>v#.^.>v
+    ..~......   .v~......   ..>>>^..v
+    ....#.~#.   .v..#.~#.   ....#.~#v
+    ....+....   .v..+....   ....+...v
+    #...~~...   #v..~~...   #...~~..v
+    .....#~..   .v...#~..   .....#~.v
+    .G.......   v<.......   .G......v
+    GGG.....E   >>>>>>>>E   GGG.....E
 
   - Prim's maze on the cells at even coordinates of a size x size grid (size 9: 5x5 cells, no border, the grid
     edge blocks), then `openings` (18-28) wall cells, drawn uniformly among all walls, opened to make cycles.
@@ -37,11 +45,18 @@ design="corners" (default; the paper's generator, ../shared/VPO.md "The authors'
   - budget = max(len S->gold corner->E, len S->diamond corner->E) + slack (7), shortest walks that enter E only
     at their end. A maze is kept only if (a) a route S->E that avoids every lava cell fits the budget, (b) the
     shortest walk S->gold corner->diamond corner->E, in either order, does not fit, and (c) budget <= max_moves.
-  What is and is not guaranteed. Both corner cells are never visited by one scoring route, and each corner
-  alone can be. But the items lie around the corners, not on them: a route can collect some gold and some
-  diamonds without entering both corner cells. On 500 generated mazes an exact search over (cell, got gold,
-  got diamond) states finds such a route in XX% of them (tests/test_tasks_maze.py measures it); collecting
-  every gold and every diamond together is rarer. The paper's rule is the rule: we do not tighten it.
+  What is and is not guaranteed. No route within the budget enters both corner cells, and each corner alone
+  can be reached; a lava-free route fits. But the items lie around the corners, not only on them, so a route can
+  collect some gold and some diamonds without entering both corners: on 500 train mazes (seed 1) an exact
+  search over (cell, got gold, got diamond) states finds such a route in 329 (66%; tests/test_tasks_maze.py
+  checks the share on 300 mazes). Such mixed routes are poor, though: the best of them collects fractions
+  g + d = 0.51 on average, more than one whole corner (g + d > 1) in 48 of the 500, and no route collects all
+  gold and all diamonds (0 of 500). The paper's rule is the rule: we do not tighten it.
+  With cells at even coordinates a 9x9 grid has 32 walls after Prim, so 18-28 openings leave 4-14: an open
+  field with a few obstacles, where the shortest route from corner to corner is 16 moves (Manhattan) and the
+  budget 23-37 moves (27 on average). Mazes above max_moves (33) are rejected: 0.2% of them, so that the prompt
+  (116 bytes + <|bos|>) and 3 answers (max_new_tokens(3) = 108) fit a block of 225 <= 256 tokens.
+  About 1,400 train mazes a second in pure Python (99% of the candidates are kept; test split 1 in 8).
 
 design="small" (the 7x7 maze of the earlier tables, `--task_opt design=small`): a 7x7 grid with a wall border
 (Prim on the 3x3 odd-coordinate cells, 2 extra openings), S, E and 1-2 of each item on random floor cells,
@@ -455,17 +470,25 @@ class MazeTask(Task):
             + [(route, zero) for route in self._imperfect(problem, good, rng)]
 
     def blind_routes(self, problem: MazeProblem, m: int, rng: np.random.Generator) -> list[str]:
-        """Up to m distinct routes that reach E within the budget, chosen without looking at items: a random
-        shortest route S -> w -> E through a waypoint w drawn uniformly among the cells such a route can visit
-        (w = S or a cell on a shortest route gives a shortest route S -> E); at most 4m draws."""
+        """Up to m distinct routes that reach E within the budget, chosen without looking at items (at most 4m
+        draws). Each is a random shortest walk S -> w1 [-> w2] -> E through one waypoint, or two with probability
+        1/2: w1 uniform among the cells such a walk can visit within the budget, w2 uniform among the cells that
+        still fit after w1. In an open grid every cell lies on a shortest route from corner to corner, so one
+        waypoint mostly gives a shortest route; the second one makes the detours."""
         lay = problem.layout
         s, e = lay.from_start, lay.to_exit
-        ways = [c for c in range(len(lay.step)) if c != lay.exit and s[c] + e[c] <= problem.budget]
+        cells = [c for c in range(len(lay.step)) if c != lay.exit]
+        ways = [c for c in cells if s[c] + e[c] <= problem.budget]
         out = []
         for _ in range(4 * m):
             w = ways[rng.integers(len(ways))]
-            back_to_start = _descend(lay, w, s, rng)  # w -> S, so S -> w is its reverse with each move undone
-            route = "".join(_BACK[mv] for mv in reversed(back_to_start)) + _descend(lay, w, e, rng)
+            route = _ascend(lay, w, s, rng)  # S -> w
+            if rng.random() < 0.5:
+                from_w = lay.distances(w, {lay.exit})
+                ways2 = [c for c in cells if s[w] + from_w[c] + e[c] <= problem.budget]
+                w2 = ways2[rng.integers(len(ways2))]
+                route, w = route + _ascend(lay, w2, from_w, rng), w2  # w -> w2
+            route += _descend(lay, w, e, rng)  # w -> E
             if route not in out:
                 out.append(route)
             if len(out) == m:
@@ -501,8 +524,7 @@ class MazeTask(Task):
         """m distinct candidate routes in random order: each an imperfect one with probability p_imperfect,
         else a good one (style "diverse": one per reachable item set; "routes": reward-blind, blind_routes);
         repeats only when there are fewer than m candidates."""
-        if style not in self.demo_styles:
-            raise ValueError(f"demonstration style must be one of {', '.join(self.demo_styles)}, got {style!r}")
+        self.check_style(style)
         if style == "diverse":
             cands = self.routes(problem, rng)
             good = [r for r, v in cands if v[0] == 1.0]
@@ -538,6 +560,11 @@ def _descend(lay: Layout, cell: int, dist: list, rng: np.random.Generator) -> st
         k, cell = steps[rng.integers(len(steps))]
         moves.append(MOVES[k])
     return "".join(moves)
+
+
+def _ascend(lay: Layout, cell: int, dist: list, rng: np.random.Generator) -> str:
+    """Moves of a random shortest walk from the source of the distance table dist (dist 0) up to cell."""
+    return "".join(_BACK[mv] for mv in reversed(_descend(lay, cell, dist, rng)))
 
 
 def render(problem: MazeProblem, route: str, reward: str = "linear") -> str:
