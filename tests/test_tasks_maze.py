@@ -71,7 +71,7 @@ def manhattan(p, q):
 
 
 def test_generated_mazes_place_corners_items_and_bonus_as_specified():
-    seen = {"start": set(), "gold corner": set(), "n_gold": set(), "n_lava": set()}
+    seen = {"start, gold corner": set(), "n_gold": set(), "n_lava": set()}
     for p in PROBLEMS:
         rows = p.grid.split("\n")
         assert len(rows) == 9 and all(len(r) == 9 for r in rows)
@@ -87,10 +87,10 @@ def test_generated_mazes_place_corners_items_and_bonus_as_specified():
         assert 3 <= len(at["~"]) <= 5 and all(2 <= r <= 6 and 2 <= c <= 6 for r, c in at["~"])
         walls = p.grid.count("#")
         assert 4 <= walls <= 14, walls   # 32 walls after Prim on 5x5 cells, 18-28 of them opened
-        seen["start"].add(s), seen["gold corner"].add(gold)
+        seen["start, gold corner"].add((s, gold))
         seen["n_gold"].add(len(at["G"])), seen["n_lava"].add(len(at["~"]))
-    assert seen == {"start": {(0, 0), (0, 8), (8, 0), (8, 8)}, "gold corner": {(0, 0), (0, 8), (8, 0), (8, 8)},
-                    "n_gold": {3, 4, 5}, "n_lava": {3, 4, 5}}
+    assert len(seen["start, gold corner"]) == 8   # 4 corners for S, then either other corner for the gold
+    assert seen["n_gold"] == seen["n_lava"] == {3, 4, 5}
 
 
 def test_splits_are_disjoint_and_deterministic():
