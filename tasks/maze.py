@@ -232,11 +232,17 @@ def random_shortest_route(parents: dict, state, rng: np.random.Generator) -> str
     return "".join(reversed(moves))
 
 
-def _count_range(name, value, lowest=0):
-    lo, hi = (value, value) if isinstance(value, int) else tuple(value)
-    if not (isinstance(lo, int) and isinstance(hi, int) and lowest <= lo <= hi):
-        raise ValueError(f"{name} must be an int or an inclusive (lo, hi) range of ints >= {lowest}, got {value!r}")
-    return lo, hi
+def _count_range(name, value):
+    """An int n -> (n, n); (lo, hi), or the text "lo,hi" that --task_opt gives -> (lo, hi); ValueError otherwise."""
+    given = value
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*,\s*\d+\s*", value):
+        value = tuple(int(part) for part in value.split(","))
+    if isinstance(value, int):
+        value = (value, value)
+    if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(x, int) for x in value)
+            and 0 <= value[0] <= value[1]):
+        raise ValueError(f"{name} must be an int or an inclusive range lo,hi of non-negative ints, got {given!r}")
+    return tuple(value)
 
 
 DESIGNS = {  # the generator options of each design, and their defaults

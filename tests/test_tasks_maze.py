@@ -154,6 +154,14 @@ def test_options_that_cannot_make_a_maze_raise_value_error(opts):
         MazeTask(**opts)
 
 
+def test_count_ranges_from_the_command_line():
+    task = MazeTask(n_gold="3,4", n_lava=" 4, 5", openings=20)   # --task_opt n_gold=3,4 gives the text
+    assert (task.n_gold, task.n_diamonds, task.n_lava, task.openings) == ((3, 4), (3, 5), (4, 5), (20, 20))
+    for bad in ("3-5", "5,3", "3,x", 2.5, (1, 2, 3)):
+        with pytest.raises(ValueError, match="n_gold"):
+            MazeTask(n_gold=bad)
+
+
 def test_problems_stop_after_bounded_attempts(monkeypatch):
     task = MazeTask()
     monkeypatch.setattr(task, "_random_grid", lambda rng: PROBLEMS[0].grid)  # a cheap candidate ...
