@@ -28,8 +28,8 @@ def corner_search(problem):
     rows = problem.grid.split("\n")
     H, W = len(rows), len(rows[0])
     cells = {(r, c): rows[r][c] for r in range(H) for c in range(W)}
-    start = next(p for p, ch in cells.items() if ch == "S")
-    a, b = sorted({(0, 0), (0, W - 1), (H - 1, 0), (H - 1, W - 1)} - {start} - {p for p, ch in cells.items() if ch == "E"})
+    start, exit_ = (next(p for p, ch in cells.items() if ch == kind) for kind in "SE")
+    a, b = sorted({(0, 0), (0, W - 1), (H - 1, 0), (H - 1, W - 1)} - {start, exit_})
     flags = lambda p: (p == a, p == b, cells[p] == "G", cells[p] == "*", cells[p] == "~")  # noqa: E731
     frontier, seen, done = {(start, flags(start))}, set(), {}
     for depth in range(1, problem.budget + 1):
