@@ -3,7 +3,8 @@ Benchmarks (scripts, not tests): sampler throughput, and reward scoring speed of
 
     python bench.py sampler                  # cached vs naive sampling, and the FLOP limit of this machine
     python bench.py sampler --device cuda    # the same on a GPU (bf16 autocast)
-    python bench.py tasks                    # answers scored per second, maze and code, one core
+    python bench.py tasks                    # answers scored per second (maze, code), mazes and
+                                             # demonstrations drawn per second; one core
 
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
@@ -122,6 +123,17 @@ def bench_tasks(args):
         mean_len = sum(len(a) for _, a in answers) / len(answers)
         print(f"{name}: {len(answers) / dt:,.0f} answers/s on one core "
               f"({len(answers)} demonstration answers, mean length {mean_len:.1f} chars, D={task.dim})")
+    for design in ("corners", "small"):  # what train.py draws every step: problems, and demonstrations to warm up
+        task = get_task("maze", design=design)
+        t0 = time.perf_counter()
+        probs = task.problems("train", 1000, seed=1)
+        rates = [f"{1000 / (time.perf_counter() - t0):,.0f} train problems/s"]
+        for style in task.demo_styles:
+            t0 = time.perf_counter()
+            for p in probs[:300]:
+                task.demonstration(p, 3, rng, style=style)
+            rates.append(f"{300 / (time.perf_counter() - t0):,.0f} {style} demonstrations/s (m=3)")
+        print(f"maze design={design}: " + ", ".join(rates))
 
 
 def main():

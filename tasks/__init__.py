@@ -29,6 +29,7 @@ class Task:
     name: str = "task"
     objectives: list[str] = []        # the D reward-dimension names
     deploy_weights: np.ndarray = None  # (D,), sums to 1: the fixed scalar w* that GRPO trains on and best@k scores
+    demo_styles: tuple = ("diverse",)  # the demonstration styles the task supports
 
     # --- task-specific -------------------------------------------------------------------------------------
     def problems(self, split: str, n: int, seed: int) -> list:
@@ -39,8 +40,11 @@ class Task:
         """The prompt text asking for m answers."""
         raise NotImplementedError
 
-    def demonstration(self, problem, m: int, rng: np.random.Generator) -> str:
-        """A completion with m diverse answers for the supervised warm start (no <|end|>)."""
+    def demonstration(self, problem, m: int, rng: np.random.Generator, style: str = "diverse") -> str:
+        """A completion with m answers for the supervised warm start (no <|end|>), in one of demo_styles:
+        "diverse" shows answers across the trade-offs; "routes" (maze) shows answers chosen without looking at
+        the rewards (they teach the format and reaching a valid answer, not which answers score well).
+        Unknown styles raise ValueError."""
         raise NotImplementedError
 
     def score(self, problem, answer: str) -> np.ndarray:
@@ -65,6 +69,12 @@ class Task:
         return np.asarray(vectors)[:, :2], tuple(self.objectives[:2])
 
     # --- shared --------------------------------------------------------------------------------------------
+    def check_style(self, style: str):
+        """ValueError unless the task writes demonstrations in this style."""
+        if style not in self.demo_styles:
+            raise ValueError(f"task {self.name} has no demonstration style {style!r}; "
+                             f"its styles: {', '.join(self.demo_styles)}")
+
     @property
     def dim(self) -> int:
         return len(self.objectives)

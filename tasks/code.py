@@ -98,9 +98,10 @@ class CodeTask(Task):
         tests = " ".join(f"f({x})={y}" for x, y in zip(problem.inputs, problem.outputs))
         return f"code {m}: {tests}\n"
 
-    def demonstration(self, problem: CodeProblem, m: int, rng: np.random.Generator) -> str:
+    def demonstration(self, problem: CodeProblem, m: int, rng: np.random.Generator, style: str = "diverse") -> str:
         """m distinct programs in random order: 1 + Binomial(m-1, demo_correct) correct rewrites (as many as
         the problem has), the rest partial."""
+        self.check_style(style)
         pool = len(problem.rewrites) + len(problem.partials)
         if type(m) is not int or not 1 <= m <= pool:
             raise ValueError(f"m must be an int in [1, {pool}] for this problem, got {m!r}")

@@ -65,8 +65,9 @@ class ToyTask(Task):
     def prompt(self, problem: ToyProblem, m: int) -> str:
         return f"toy {problem.id}: name {m} of left/right/middle\n"
 
-    def demonstration(self, problem: ToyProblem, m: int, rng: np.random.Generator) -> str:
+    def demonstration(self, problem: ToyProblem, m: int, rng: np.random.Generator, style: str = "diverse") -> str:
         """m words drawn uniformly with replacement from the three, each invalid with probability p_invalid."""
+        self.check_style(style)
         answers = [INVALID_WORDS[rng.integers(len(INVALID_WORDS))] if rng.random() < self.p_invalid
                    else WORDS[rng.integers(len(WORDS))] for _ in range(m)]
         return self.format_answers(answers)

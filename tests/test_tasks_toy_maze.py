@@ -12,7 +12,7 @@ from tasks.tokenizer import BOS, END, PAD, SEP, encode_special
 from tasks import in_test_split
 from tasks.toy import ToyTask
 
-MAZE = MazeTask()
+MAZE = MazeTask(design="small")  # the earlier 7x7 design: these tests pin its behaviour
 TOY = ToyTask()
 
 
@@ -92,7 +92,7 @@ def test_bad_grids_and_options_raise_value_error():
     for opts in [dict(size=6), dict(size=3), dict(n_gold=0), dict(n_lava=(2, 1)), dict(slack=-1), dict(p_imperfect=2),
                  dict(size=5, n_gold=2, n_diamonds=2, n_lava=2)]:
         with pytest.raises(ValueError):
-            MazeTask(**opts)
+            MazeTask(design="small", **opts)
     with pytest.raises(ValueError):
         MAZE.problems("valid", 3, 0)
     with pytest.raises(ValueError):
@@ -109,8 +109,12 @@ def test_budget_rule_on_the_docstring_maze():
                       "#######"])
     # d(gold) = 4 (UDDR), d(diamond) = 4 (DDUR), d(both) = 6 (UDDDUR): budget = min(4 + slack, 5, max_moves)
     assert MAZE._budget(MazeProblem(grid, 1).layout) == 5
-    assert MazeTask(slack=0)._budget(MazeProblem(grid, 1).layout) == 4
-    assert MazeTask(max_moves=3)._budget(MazeProblem(grid, 1).layout) is None
+    assert MazeTask(design="small", slack=0)._budget(MazeProblem(grid, 1).layout) == 4
+    with pytest.raises(ValueError):  # no generated maze fits 3 moves: rejected when the task is built
+        MazeTask(design="small", max_moves=3)
+    tight = MazeTask(design="small")
+    tight.max_moves = 3
+    assert tight._budget(MazeProblem(grid, 1).layout) is None
     p = MazeProblem(grid, 5)
     assert np.array_equal(MAZE.score(p, "DR"), vec(1, 0, 0, 1))
     assert np.array_equal(MAZE.score(p, "UDDR"), vec(1, 0.5, 0, 1))
