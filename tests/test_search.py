@@ -1,10 +1,15 @@
-"""Test-time search: lexicase selection, best-of-k, and the evolutionary search's budget (tiny random models)."""
+"""Test-time search: lexicase selection, the population's budget, and best-of-k and the evolutionary search
+driven by scripted models (known answers, known rewards)."""
 import numpy as np
+import pytest
 import torch
 
+import evaluate
 import search
 from model import GPT, GPTConfig
+from sample import Generation
 from tasks import get_task
+from tasks import tokenizer as tok
 
 
 def tiny_model(seed=0):
@@ -60,25 +65,103 @@ def test_population_in_samples_charges_one_per_completion():
     assert pop.used == 2 and pop.answers[-1] == "x+3" and pop.done
 
 
-def test_best_of_k_picks_the_verifiers_best():
-    """Against an exhaustive check: the pick is the highest w*^T r among the first k sampled answers."""
-    task = get_task("maze")
-    problems = task.problems("test", 3, seed=0)
-    model = tiny_model()
-    picks = search.best_of_k(model, task, problems, m=3, k=9, generator=torch.Generator().manual_seed(0))
-    assert len(picks) == 3
-    for problem, (answer, vector, score) in zip(problems, picks):
-        assert score == float(task.score(problem, answer) @ task.deploy_weights) or answer == ""
+def scripted_rollout(scripts, calls):
+    """A stand-in for evaluate.rollout: problem -> (completions, reward vectors (G, m, D), answer mask (G, m))."""
+    def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None):
+        calls.append((m, num_samples, temperature))
+        assert all(len(scripts[p][0]) == num_samples for p in problems)
+        texts = [t for p in problems for t in scripts[p][0]]
+        rewards = torch.tensor(np.stack([scripts[p][1] for p in problems]), dtype=torch.float32)
+        mask = torch.tensor(np.stack([scripts[p][2] for p in problems]))
+        return None, None, texts, rewards, mask
+    return rollout
 
 
-def test_evolve_respects_the_budget_and_returns_one_result_per_problem():
+def test_best_of_k_returns_the_best_valid_answer_among_the_first_k(monkeypatch):
+    """Scripted rollouts (toy task, w* = (1/2, 1/2)) where the first answer, the worst, a masked answer that would
+    score highest, an answer past the k-th, and the best valid one are all different answers."""
+    task = get_task("toy")
+    S = tok.SEP
+    v = {"a": (.6, 0), "b": (1, 1), "c": (1, .8), "d": (.2, 0), "e": (0, 1), "f": (1, 1)}   # w*^T r: .3 1 .9 .1 .5 1
+    scripts = {  # m = 3, k = 5: 2 rollouts, the first 5 answers count; b is masked, f is the 6th
+        3: {"p0": ([f"a{S}b{S}c", f"d{S}e{S}f"], [[v["a"], v["b"], v["c"]], [v["d"], v["e"], v["f"]]],
+                   [[True, False, True], [True, True, True]]),
+            "p1": ([f"a{S}b{S}c", f"d{S}e{S}f"], [[v["a"], v["b"], v["c"]], [v["d"], v["e"], v["f"]]],
+                   [[False] * 3, [False, False, True]])},       # nothing valid among the first 5
+        1: {"p0": (["a", "b", f"c{S}f"], [[v[x]] for x in "abc"], [[True], [False], [True]]),   # f: past m
+            "p1": (["a", "b", "c"], [[v[x]] for x in "abc"], [[False], [False], [False]])},
+    }
+    for m, k in ((3, 5), (1, 3)):
+        calls = []
+        monkeypatch.setattr(search, "rollout", scripted_rollout(scripts[m], calls))
+        picks = search.best_of_k(None, task, ["p0", "p1"], m, k, temperature=0.5)
+        assert calls == [(m, 2 if m == 3 else 3, 0.5)]
+        (answer, vector, score), empty = picks
+        assert answer == "c" and score == pytest.approx(0.9) and np.allclose(vector, v["c"])
+        assert empty[0] == "" and empty[2] == 0.0 and not empty[1].any()
+
+
+def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
+    """A scripted model: the first samples (and every child) write proper prefixes of the target program, none of
+    which solves; the n-th sample of problem 0 completes the target. Problem 1 is never solved. solved_at is the
+    budget spent up to and including the solving answer, worked out by hand for each case."""
     task = get_task("code")
-    problems = task.problems("test", 3, seed=0)
-    for m, budget, unit in [(1, 10, "answers"), (3, 20, "answers"), (3, 2, "answers"), (3, 5, "samples")]:
-        results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0)
-        assert len(results) == 3
-        for r in results:
-            assert 0 < r["used"] <= budget
-            assert r["solved_at"] is None or r["solved_at"] <= r["used"]
-        counts = search.solved_by_budget(results, [budget])
-        assert counts[budget] == sum(r["solved_at"] is not None for r in results)
+    problems = task.problems("test", 2, seed=0)
+    for p in problems:
+        assert not any(task.solved(task.score(p, p.target[:i])) for i in range(1, len(p.target)))
+    cases = [  # m, unit, budget, the sample that solves, solved_at, budget used by problem 1
+        # 3 initial samples (budget // 4); 2 children a round; the 7th sample is round 2's second: 7 answers
+        (1, "answers", 12, 7, 7, 12),
+        # 2 initial samples of 3 answers (6); round 1: sample 3 (9), sample 4's second answer solves: 11
+        (3, "answers", 24, 4, 11, 24),
+        # 1 initial sample (6 // 4 samples); round 1: samples 2, 3; round 2: sample 4 solves
+        (3, "samples", 6, 4, 4, 6),
+    ]
+    for m, unit, budget, solving_sample, solved_at, used_unsolved in cases:
+        counts = {p: 0 for p in problems}
+        bases = {p: evaluate.prompt_ids(task, p, m) for p in problems}
+
+        def owner(prompt):
+            return next(p for p in problems if prompt[:len(bases[p])] == bases[p])
+
+        def as_generation(texts):
+            rows = [tok.encode_special(t) + [tok.END_ID] for t in texts]
+            T = max(map(len, rows))
+            tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows])
+            mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows])
+            return Generation(tokens, mask, torch.zeros(tokens.shape))
+
+        def initial(model, prompts, max_new, num_samples, temperature, **kw):
+            texts = []
+            for prompt in prompts:
+                p = owner(prompt)
+                for _ in range(num_samples):
+                    counts[p] += 1
+                    assert counts[p] < solving_sample
+                    cuts = [1 + (counts[p] * m + j) % (len(p.target) - 1) for j in range(m)]
+                    texts.append(tok.SEP.join(p.target[:c] for c in cuts))
+            return as_generation(texts)
+
+        def child(model, prompts, max_new, num_samples, temperature, **kw):
+            texts = []
+            for prompt in prompts:
+                p = owner(prompt)
+                prefix = tok.decode(prompt[len(bases[p]):])
+                assert num_samples == 1 and p.target.startswith(prefix)
+                counts[p] += 1
+                if p is problems[0] and counts[p] == solving_sample:
+                    texts.append(p.target[len(prefix):] if m == 1 else tok.SEP + p.target)
+                else:
+                    texts.append("")                          # the child is its parent's prefix
+            return as_generation(texts)
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(evaluate, "generate", initial)
+            mp.setattr(search, "generate", child)
+            results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0)
+        case = (m, unit, budget)
+        assert results[0]["solved_at"] == solved_at and results[0]["used"] == solved_at, case
+        assert results[0]["best"] == problems[0].target, case
+        assert results[1]["solved_at"] is None and results[1]["used"] == used_unsolved, case
+        assert search.solved_by_budget(results, [solved_at - 1, solved_at, budget]) == \
+            {solved_at - 1: 0, solved_at: 1, budget: 1}

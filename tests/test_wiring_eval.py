@@ -1,0 +1,112 @@
+"""evaluate.evaluate on scripted rollouts: known completions in, every metric checked against values worked out
+by hand (and, for E_w[best@k] and diversity, by enumerating every k-subset of rollouts in the test)."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import evaluate
+import vpo
+from tasks import Task
+from tasks.tokenizer import SEP
+
+
+class Scripted(Task):
+    """Answers L, R, M, H score (1,0), (0,1), (.6,.6), (1,1); anything else (0,0). Solved: w*^T r >= 0.6 (M, H);
+    only H also passes the hidden tests (M overfits the shown ones)."""
+    name = "scripted"
+    objectives = ["a", "b"]
+    deploy_weights = np.array([0.5, 0.5])
+    VECTORS = {"L": (1.0, 0.0), "R": (0.0, 1.0), "M": (0.6, 0.6), "H": (1.0, 1.0)}
+
+    def score(self, problem, answer):
+        return np.array(self.VECTORS.get(answer, (0.0, 0.0)), dtype=np.float32)
+
+    def solved(self, vector):
+        return bool(vector @ self.deploy_weights >= 0.6 - 1e-6)
+
+    def solved_hidden(self, problem, answer):
+        return answer == "H"
+
+
+S = SEP
+SCRIPTS = {  # problem -> the completions its rollouts write, in order
+    1: {"p0": ["L", "M", "x", "H"],
+        "p1": ["", "R", "R", f"L{S}M"]},                   # past the m-th answer is ignored: "L"
+    3: {"p0": [f"L{S}M{S}H", f"L{S}L{S}x", f"R{S}{S}R"],     # a repeat and a missing answer are masked
+        "p1": [f"x{S}x{S}x", "R", f"M{S}M{S}M"]},
+}
+HAND = {  # worked out by hand from SCRIPTS (w*^T r: L .5, R .5, M .6, H 1, x 0)
+    1: {"best@k": {1: (2.1 / 4 + 1.5 / 4) / 2, 2: (4.7 / 6 + 0.5) / 2, 3: (3.6 / 4 + 0.5) / 2},
+        "pass@k": {1: 0.25, 2: 5 / 12, 3: 0.5},
+        "pass_hidden@k": {1: 1 / 8, 2: 1 / 4, 3: 3 / 8},
+        "deploy_reward": 3.6 / 8, "distinct_rate": (4 / 4 + 2 / 4) / 2, "valid_rate": (4 / 4 + 3 / 4) / 2,
+        "diversity": (7 / 6 + 4 / 3) / 2, "solved_per_problem": [2, 0], "pool_sizes": [4, 3]},
+    3: {"best@k": {3: (2 / 3 + 1.1 / 3) / 2, 6: (2.5 / 3 + 1.7 / 3) / 2},
+        "pass@k": {3: 1 / 3, 6: 2 / 3},
+        "pass_hidden@k": {3: 1 / 6, 6: 1 / 3},
+        "deploy_reward": (4.1 / 9 + 2.3 / 9) / 2,            # the repeated L, R and M count their reward
+        "distinct_rate": (5 / 9 + 3 / 9) / 2, "valid_rate": (8 / 9 + 7 / 9) / 2, "solved_per_problem": [2, 1],
+        "pool_sizes": [6, 3]},
+}
+
+
+def brute_force(task, m, ks, weights):
+    """E_w[best@k] and diversity from the definitions: enumerate every set of k/m rollouts."""
+    out = {"E_w[best@k]": {k: 0.0 for k in ks}, "diversity": 0.0}
+    for texts in SCRIPTS[m].values():
+        rollouts = []                                       # the valid answers' reward vectors of each rollout
+        for t in texts:
+            answers = [a.strip() for a in t.split(SEP)][:m]
+            valid = [a for j, a in enumerate(answers) if a and a not in answers[:j]]
+            rollouts.append([task.score(None, a).astype(np.float64) for a in valid])
+        for k in ks:
+            subsets = list(itertools.combinations(rollouts, k // m))
+            per_w = [np.mean([max([float(w @ r) for ro in sub for r in ro], default=0.0) for sub in subsets])
+                     for w in weights]
+            out["E_w[best@k]"][k] += np.mean(per_w) / len(SCRIPTS[m])
+        pool = [r for ro in rollouts for r in ro]
+        pairs = [np.abs(a - b).sum() for a, b in itertools.permutations(pool, 2)]
+        out["diversity"] += np.mean(pairs) / len(SCRIPTS[m])
+    return out
+
+
+@pytest.mark.parametrize("m,ks,answers", [(1, [1, 2, 3], 4), (3, [3, 6], 8)])
+@pytest.mark.parametrize("max_rows", [1024, 1])  # all problems in one batch, or one problem per batch
+def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
+    task = Scripted()
+    n_roll = -(-answers // m)                                # 8 answers of m = 3: 3 rollouts, 9 answers
+    calls, drawn = [], []
+
+    def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator, top_p=None):
+        calls.append((m_, num_samples, temperature))
+        texts = [t for p in problems for t in SCRIPTS[m][p]]
+        assert num_samples == len(SCRIPTS[m][problems[0]])
+        scored = [task_.score_rollouts(p, SCRIPTS[m][p], m_) for p in problems]
+        rewards = torch.from_numpy(np.stack([r for r, _ in scored]))
+        mask = torch.from_numpy(np.stack([a for _, a in scored]))
+        return None, None, texts, rewards, mask
+
+    real_weights = vpo.sample_weights
+    monkeypatch.setattr(evaluate, "rollout", scripted_rollout)
+    monkeypatch.setattr(vpo, "sample_weights", lambda *a, **k: drawn.append(real_weights(*a, **k)) or drawn[-1])
+
+    metrics, pools = evaluate.evaluate(torch.nn.Linear(1, 1), task, ["p0", "p1"], m, ks, answers, temperature=0.7,
+                                       max_rows=max_rows)
+
+    assert set(c[:2] for c in calls) == {(m, n_roll)} and calls[0][2] == 0.7
+    assert (metrics["m"], metrics["problems"], metrics["answers_per_problem"]) == (m, 2, n_roll * m)
+    hand = HAND[m]
+    for key in ("best@k", "pass@k", "pass_hidden@k"):
+        assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key
+    for key in ("deploy_reward", "distinct_rate", "valid_rate"):
+        assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key
+    assert metrics["solved_per_problem"] == hand["solved_per_problem"]
+    assert len(drawn) == 1
+    brute = brute_force(task, m, ks, drawn[0][0].double().numpy())
+    assert metrics["E_w[best@k]"] == pytest.approx(brute["E_w[best@k]"], abs=1e-6)
+    assert metrics["diversity"] == pytest.approx(brute["diversity"], abs=1e-6)
+    if "diversity" in hand:
+        assert metrics["diversity"] == pytest.approx(hand["diversity"], abs=1e-6)
+    assert [len(p) for p in pools] == hand["pool_sizes"]                # valid answers of each problem
