@@ -152,17 +152,22 @@ def check_out_dir(path):
         raise UsageError(f"--out_dir {path}: {existing} is not writable")
 
 
+def check_overwritable(directory):
+    """--overwrite deletes a run directory only: a real directory holding nothing but the files a run writes."""
+    if os.path.islink(directory) or not os.path.isdir(directory):
+        raise UsageError(f"--overwrite: {directory} is not a run directory (a link or a file); not deleting it")
+    foreign = [f for f in os.listdir(directory) if not (f in RUN_FILES or f.startswith("ckpt.pt.tmp"))
+               or not os.path.isfile(os.path.join(directory, f))]
+    if foreign:
+        raise UsageError(f"--overwrite: {directory} holds {foreign[0]!r}, which train.py does not write; "
+                         "not deleting it")
+
+
 def create_run_dir(directory, overwrite):
-    """Make the run directory. With overwrite, first delete the run that is there, if it is one: a real
-    directory holding only RUN_FILES. Without, or if a directory appears meanwhile, refuse."""
+    """Make the run directory; with overwrite, first delete the run there (checked again: it may have appeared
+    since the command line was checked). Without overwrite, a directory that appeared meanwhile is refused."""
     if overwrite and os.path.lexists(directory):
-        if os.path.islink(directory) or not os.path.isdir(directory):
-            raise UsageError(f"--overwrite: {directory} is not a run directory (a link or a file); not deleting it")
-        foreign = [f for f in os.listdir(directory) if not (f in RUN_FILES or f.startswith("ckpt.pt.tmp"))
-                   or not os.path.isfile(os.path.join(directory, f))]
-        if foreign:
-            raise UsageError(f"--overwrite: {directory} holds {foreign[0]!r}, which train.py does not write; "
-                             "not deleting it")
+        check_overwritable(directory)
         for f in os.listdir(directory):
             os.remove(os.path.join(directory, f))
         os.rmdir(directory)
@@ -211,14 +216,16 @@ def resumed_args(saved, given, defaults, step, may_change):
 
 def truncate_logs(directory, step):
     """On resume, keep the log rows up to the checkpoint's step (later ones will be written again), and drop a
-    partial last line (a write cut short by a kill or a full disk). Rewritten atomically."""
+    partial last line (a write cut short by a kill or a full disk). Both files are read before either is
+    rewritten (atomically), so a corrupt line leaves both as they were."""
+    kept = {}
     for name in ("log.jsonl", "eval.jsonl"):
         path = os.path.join(directory, name)
         if not os.path.exists(path):
             continue
         with open(path) as f:
             lines = f.read().split("\n")
-        rows = []
+        kept[path] = []
         for i, line in enumerate(lines):
             try:
                 row = json.loads(line) if line.strip() else None
@@ -227,7 +234,8 @@ def truncate_logs(directory, step):
                     raise UsageError(f"--resume: {path} line {i + 1} is corrupt; fix or remove it") from None
                 row = None  # the partial last line
             if row is not None and row["step"] <= step:
-                rows.append(line + "\n")
+                kept[path].append(line + "\n")
+    for path, rows in kept.items():
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "w") as f:
             f.writelines(rows)

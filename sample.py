@@ -177,7 +177,8 @@ def main(argv=None):
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--prompt", default=None,
                     help="prompt text (\\n for newlines); default: a held-out problem of the checkpoint's task")
-    ap.add_argument("--problem", type=number(int, 0, MAX_PROBLEMS - 1), default=0, help="which held-out problem, without --prompt")
+    ap.add_argument("--problem", type=number(int, 0, MAX_PROBLEMS - 1), default=0,
+                    help="which held-out problem, without --prompt")
     ap.add_argument("--num_samples", type=number(int, 1, 1024), default=4, help="completions to draw")
     ap.add_argument("--max_new_tokens", type=COUNT, default=128, help="tokens per completion, at most")
     ap.add_argument("--temperature", type=number(float, 0), default=0.7, help="0 = greedy")

@@ -34,8 +34,8 @@ import vpo
 from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
 from model import GPT, GPTConfig, pack, save_checkpoint, token_logprobs
 from runs import (COUNT, MULTI_ANSWER, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
-                  check_out_dir, check_run_name, create_run_dir, exclusive, given_flags, load_model, make_task,
-                  number, parse_task_options, resumed_args, truncate_logs)
+                  check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
+                  load_model, make_task, number, parse_task_options, resumed_args, truncate_logs)
 from sft import sft_step, step_seed
 from tasks import TASKS
 from tasks import tokenizer as tok
@@ -360,8 +360,10 @@ def prepare(argv):
     check_fits(task, args.num_answers, args.block_size)
     if args.resume:
         return args, task, model.to(device), directory, device, state
-    if os.path.lexists(directory) and not args.overwrite:
-        raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
+    if os.path.lexists(directory):
+        if not args.overwrite:
+            raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
+        check_overwritable(directory)
     return args, task, model, directory, device, state
 
 
