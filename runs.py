@@ -13,7 +13,6 @@ an atomic rename when it is complete; other runs wait for the lock, then use it.
 """
 import argparse
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -179,8 +178,9 @@ def create_run_dir(directory, overwrite):
 
 @contextlib.contextmanager
 def exclusive(directory, on_wait=None):
-    """Hold directory/.lock (flock: the kernel releases it when the holder dies, kill -9 included).
+    """Hold directory/.lock (flock: the kernel releases it when the holder dies, kill -9 included; POSIX only).
     on_wait() is called once if another process holds it; then we wait for it."""
+    import fcntl
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, ".lock"), "a") as f:
         try:

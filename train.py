@@ -16,8 +16,9 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
    task, one advantage per rollout from vpo.py, then one PPO epoch of vpo.policy_loss (clip, dual clip, k3 KL
    to the frozen base, token-mean) in --minibatches updates.
 3. Evaluation on held-out test problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
-Output in out_dir/run_name: ckpt.pt (atomic; model, optimizer, RNG states, step, args), log.jsonl (a line per
-step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. --resume continues a stopped run.
+Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, RNG states, step,
+args), log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png.
+--resume continues a stopped run bit for bit. Run directories, the cache's lock and the checks: runs.py.
 """
 import argparse
 import hashlib

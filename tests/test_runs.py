@@ -216,17 +216,20 @@ def test_two_runs_started_together_train_one_base_and_both_finish(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- kill -9 and resume
-def kill_when(cmd, ready, timeout=300):
-    """Start cmd, SIGKILL it as soon as ready() holds; it must not have finished by then."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + timeout
-    while not ready():
-        assert proc.poll() is None, f"finished before the kill: {proc.stderr.read()}"
-        assert time.time() < deadline
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+def kill_when(cmd, ready, log, timeout=300):
+    """Start cmd (stdout to log), SIGKILL it as soon as ready() holds; it must not have finished by then.
+    -> what it printed."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while not ready():
+            assert proc.poll() is None, f"finished before the kill: {open(log).read()}"
+            assert time.time() < deadline
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    return open(log).read()
 
 
 def test_kill_9_in_the_warm_start_and_in_rl_then_resume_ends_bit_equal(tmp_path, monkeypatch):
@@ -238,11 +241,12 @@ def test_kill_9_in_the_warm_start_and_in_rl_then_resume_ends_bit_equal(tmp_path,
     assert train.main(argv + ["--out_dir", str(tmp_path / "straight")]) == 0
     out = tmp_path / "killed"
     cmd = [sys.executable, os.path.join(ROOT, "tests", "scripted_train.py"), *argv, "--out_dir", str(out)]
-    kill_when(cmd, lambda: glob.glob(str(out / "base" / "*" / "partial.pt")))
+    kill_when(cmd, lambda: glob.glob(str(out / "base" / "*" / "partial.pt")), tmp_path / "1.txt")
     (partial,) = glob.glob(str(out / "base" / "*" / "partial.pt"))
     assert load_checkpoint(partial)[1]["step"] < 10 and not glob.glob(str(out / "base" / "*" / "ckpt.pt"))
     run = out / "vpo-toy-s0"
-    kill_when(cmd, lambda: (run / "ckpt.pt").exists())
+    printed = kill_when(cmd, lambda: (run / "ckpt.pt").exists(), tmp_path / "2.txt")
+    assert "resuming at step" in printed  # the warm start went on from its checkpoint
     assert load_checkpoint(str(run / "ckpt.pt"))[1]["step"] < 8 and not (run / "summary.json").exists()
     assert train.main(argv + ["--out_dir", str(out), "--resume"]) == 0
 
