@@ -187,8 +187,8 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="also write the metrics to this file")
     try:
         args = ap.parse_args(argv)
-        if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-            raise UsageError(f"--json {args.json}: no such directory")
+        if args.json and (os.path.isdir(args.json) or not os.path.isdir(os.path.dirname(os.path.abspath(args.json)))):
+            raise UsageError(f"--json {args.json}: not a file in an existing directory")
         model, run, task, m = load_run(args.ckpt)
         problems = test_problems(task, args.problems)
     except UsageError as e:

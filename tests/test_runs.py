@@ -80,13 +80,15 @@ def done(tmp_path_factory):
 
 # ------------------------------------------------------------------------------------- train.py: bad input
 @pytest.mark.parametrize("extra,needle", [
-    (["--alpha", "inf"], "--alpha"), (["--alpha", "nan"], "--alpha"), (["--lr", "inf"], "--lr"), (["--lr", "5"], "--lr"),
+    (["--alpha", "inf"], "--alpha"), (["--alpha", "nan"], "--alpha"), (["--lr", "inf"], "--lr"),
+    (["--lr", "5"], "--lr"),
     (["--sft_lr", "inf"], "--sft_lr"), (["--kl_coef", "inf"], "--kl_coef"), (["--kl_coef", "-1"], "--kl_coef"),
     (["--weight_decay", "nan"], "--weight_decay"), (["--weight_decay", "-5"], "--weight_decay"),
     (["--temperature", "inf"], "--temperature"), (["--temperature", "nan"], "--temperature"),
     (["--temperature", "0"], "--temperature"), (["--eval_temperature", "inf"], "--eval_temperature"),
     (["--eval_temperature", "-1"], "--eval_temperature"), (["--clip", "inf"], "--clip"),
-    (["--dual_clip", "nan"], "--dual_clip"), (["--dual_clip", "1"], "--dual_clip"), (["--grad_clip", "inf"], "--grad_clip"),
+    (["--dual_clip", "nan"], "--dual_clip"), (["--dual_clip", "1"], "--dual_clip"),
+    (["--grad_clip", "inf"], "--grad_clip"),
     (["--grad_clip", "0"], "--grad_clip"), (["--seed", "-1"], "--seed"), (["--base_seed", "-1"], "--base_seed"),
     (["--seed", str(2**40)], "--seed"), (["--steps", "1.5"], "--steps"), (["--ckpt_every", "-1"], "--ckpt_every"),
     (["--eval_every", "-1"], "--eval_every"), (["--eval_problems", "0"], "--eval_problems"),
@@ -98,7 +100,8 @@ def done(tmp_path_factory):
     (["--run_name", "a/b"], "--run_name"), (["--run_name", ".."], "--run_name"), (["--run_name", "."], "--run_name"),
     (["--run_name", "base"], "--run_name"), (["--run_name", "BASE"], "--run_name"), (["--run_name", ""], "--run_name"),
     (["--run_name", "x" * 300], "--run_name"), (["--run_name", "..", "--overwrite"], "--run_name"),
-    (["--run_name", "base", "--overwrite"], "--run_name"), (["--run_name", "sibling", "--resume", "--overwrite"], "exclude"),
+    (["--run_name", "base", "--overwrite"], "--run_name"),
+    (["--run_name", "sibling", "--resume", "--overwrite"], "exclude"),
     (["--run_name", "sibling"], "exists"),
 ])
 def test_bad_flags_are_refused_before_anything_is_written_or_deleted(world, capsys, extra, needle):
@@ -319,7 +322,8 @@ def test_resume_drops_a_partial_last_log_line(done, tmp_path, capsys):
     assert [json.loads(x)["step"] for x in (run / "eval.jsonl").read_text().splitlines()] == [2]
     (run / "eval.jsonl").write_text('{"st\n{"step": 1}\n')
     before = tree(tmp_path)
-    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path), "--resume", "--steps", "3"]), "line 1 is corrupt")
+    rc = train.main(TINY + ["--out_dir", str(tmp_path), "--resume", "--steps", "3"])
+    assert_refused(capsys, rc, "line 1 is corrupt")
     assert tree(tmp_path) == before
 
 
@@ -360,6 +364,7 @@ TOOL_CASES = [
     (evaluate, ["--ckpt", "run", "--answers", "0"], "--answers"),
     (evaluate, ["--ckpt", "run", "--seed", "-1"], "--seed"),
     (evaluate, ["--ckpt", "run", "--json", "/nonexistent/m.json"], "--json"),
+    (evaluate, ["--ckpt", "run", "--json", "/tmp"], "--json"),
     (evaluate, ["--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
     (evaluate, ["--ckpt", "no_args"], "not a train.py run checkpoint"),
     (evaluate, ["--ckpt", "missing"], "not found"),
@@ -409,7 +414,8 @@ def test_library_modules_never_import_a_command():
     """model, sample, vpo, tasks/, evaluate, sft and runs import no command (train, search, reproduce, bench),
     not even inside a function; the tools get their run loading from runs.py."""
     commands = {"train", "search", "reproduce", "bench"}
-    library = ["model.py", "sample.py", "vpo.py", "evaluate.py", "sft.py", "runs.py", *glob.glob("tasks/*.py", root_dir=ROOT)]
+    library = ["model.py", "sample.py", "vpo.py", "evaluate.py", "sft.py", "runs.py",
+               *glob.glob("tasks/*.py", root_dir=ROOT)]
     for path in library + ["search.py"]:
         tree_ = ast.parse(open(os.path.join(ROOT, path)).read())
         for node in ast.walk(tree_):
