@@ -100,7 +100,7 @@ def done(tmp_path_factory):
     (["--run_name", "a/b"], "--run_name"), (["--run_name", ".."], "--run_name"), (["--run_name", "."], "--run_name"),
     (["--run_name", "base"], "--run_name"), (["--run_name", "BASE"], "--run_name"), (["--run_name", ""], "--run_name"),
     (["--run_name", "x" * 300], "--run_name"), (["--run_name", "..", "--overwrite"], "--run_name"),
-    (["--run_name", "base", "--overwrite"], "--run_name"),
+    (["--run_name", "base", "--overwrite"], "--run_name"), (["--run_name", ".", "--overwrite"], "--run_name"),
     (["--run_name", "sibling", "--resume", "--overwrite"], "exclude"),
     (["--run_name", "sibling"], "exists"),
 ])
