@@ -16,7 +16,6 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
 Command line: evaluate any checkpoint written by train.py on its task's test problems:
     python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt
 """
-import argparse
 import json
 import math
 import os
@@ -153,21 +152,6 @@ def format_table(metrics, label=""):
     return "\n".join(lines)
 
 
-def load_run(path, device="cpu"):
-    """A train.py checkpoint for the command-line tools: -> (model in eval mode, its args, its task, its m).
-    Raises UsageError for a missing, corrupt or foreign checkpoint."""
-    from model import CheckpointError, load_checkpoint
-    from tasks import get_task
-    from train import UsageError, answers_per_rollout, parse_task_options
-    try:
-        model, state = load_checkpoint(path, device)
-        args = argparse.Namespace(**state["args"])
-        task = get_task(args.task, **parse_task_options(args.task_opt))
-    except (CheckpointError, KeyError, TypeError) as e:
-        raise UsageError(str(e) if isinstance(e, CheckpointError) else f"{path} is not a train.py checkpoint") from None
-    return model.eval(), args, task, answers_per_rollout(args)
-
-
 def report(directory, task, ks, results, label, summary):
     """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures, and print
     the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
@@ -192,24 +176,26 @@ def report(directory, task, ks, results, label, summary):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Evaluate a train.py checkpoint on its task's test problems.")
+    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, test_problems
+    ap = Parser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
-    ap.add_argument("--problems", type=int, default=64, help="held-out test problems")
-    ap.add_argument("--answers", type=int, default=96, help="answers sampled per problem")
-    ap.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (the paper's 0.7)")
-    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
+    ap.add_argument("--problems", type=PROBLEMS, default=64, help="held-out test problems")
+    ap.add_argument("--answers", type=COUNT, default=96, help="answers sampled per problem")
+    ap.add_argument("--temperature", type=number(float, 0), default=0.7,
+                    help="sampling temperature (the paper's 0.7; 0 = greedy)")
+    ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
     ap.add_argument("--json", default=None, help="also write the metrics to this file")
-    args = ap.parse_args(argv)
-    from train import UsageError
     try:
+        args = ap.parse_args(argv)
+        if args.json and (os.path.isdir(args.json) or not os.path.isdir(os.path.dirname(os.path.abspath(args.json)))):
+            raise UsageError(f"--json {args.json}: not a file in an existing directory")
         model, run, task, m = load_run(args.ckpt)
+        problems = test_problems(task, args.problems)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    mult = run.num_answers
-    ks = [mult * f for f in (1, 2, 4, 8, 16)]
-    metrics, _ = evaluate(model, task, task.problems("test", args.problems, seed=0), m, ks,
-                          max(args.answers, max(ks)), args.temperature, args.seed)
+    ks = [run.num_answers * f for f in (1, 2, 4, 8, 16)]
+    metrics, _ = evaluate(model, task, problems, m, ks, max(args.answers, max(ks)), args.temperature, args.seed)
     print(format_table(metrics, run.algo))
     if args.json:
         with open(args.json, "w") as f:

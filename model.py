@@ -273,4 +273,7 @@ def load_checkpoint(path, device="cpu"):
         model.load_state_dict(sd)
     except Exception as e:  # truncated zip, foreign pickle, missing keys, wrong shapes
         raise CheckpointError(f"cannot load checkpoint {path}: {type(e).__name__}: {e}") from None
+    bad = [k for k, v in sd.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise CheckpointError(f"checkpoint {path} has non-finite weights ({bad[0]}{' and more' if len(bad) > 1 else ''})")
     return model, state

@@ -19,7 +19,6 @@ a time. At temperature 0 both must produce the same tokens (tests/test_sample.py
 Command line (prints samples from a checkpoint trained by train.py):
     python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
 """
-import argparse
 import sys
 from dataclasses import dataclass
 
@@ -53,8 +52,8 @@ def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k,
                          f"[1, block_size={block}]")
     if num_samples < 1:
         raise ValueError(f"num_samples={num_samples} must be >= 1")
-    if not temperature >= 0:
-        raise ValueError(f"temperature={temperature} must be >= 0 (0 means greedy)")
+    if not 0 <= temperature < float("inf"):
+        raise ValueError(f"temperature={temperature} must be finite and >= 0 (0 means greedy)")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k={top_k} must be >= 1 or None")
     if top_p is not None and not 0 < top_p <= 1:
@@ -171,41 +170,39 @@ def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.
 
 
 def main(argv=None):
-    from model import CheckpointError, load_checkpoint
+    from runs import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number
     from tasks import tokenizer as tok
 
-    ap = argparse.ArgumentParser(description="Print samples from a checkpoint.")
+    ap = Parser(description="Print samples from a checkpoint.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--prompt", default=None,
                     help="prompt text (\\n for newlines); default: a held-out problem of the checkpoint's task")
-    ap.add_argument("--problem", type=int, default=0, help="which held-out problem, without --prompt")
-    ap.add_argument("--num_samples", type=int, default=4, help="completions to draw")
-    ap.add_argument("--max_new_tokens", type=int, default=128, help="tokens per completion, at most")
-    ap.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
-    ap.add_argument("--top_k", type=int, default=None, help="sample among the k most likely tokens")
-    ap.add_argument("--top_p", type=float, default=None, help="nucleus sampling mass")
-    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
-    args = ap.parse_args(argv)
-    try:
-        model, state = load_checkpoint(args.ckpt)
-    except CheckpointError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    model.eval()
+    ap.add_argument("--problem", type=number(int, 0, MAX_PROBLEMS - 1), default=0,
+                    help="which held-out problem, without --prompt")
+    ap.add_argument("--num_samples", type=number(int, 1, 1024), default=4, help="completions to draw")
+    ap.add_argument("--max_new_tokens", type=COUNT, default=128, help="tokens per completion, at most")
+    ap.add_argument("--temperature", type=number(float, 0), default=0.7, help="0 = greedy")
+    ap.add_argument("--top_k", type=COUNT, default=None, help="sample among the k most likely tokens")
+    ap.add_argument("--top_p", type=number(float, high=1, above=0), default=None, help="nucleus sampling mass")
+    ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
     task = problem = None
-    if args.prompt is None and "args" in state:  # a train.py checkpoint: sample on its task
-        from evaluate import load_run
-        _, run, task, m = load_run(args.ckpt)
-        problem = task.problems("test", args.problem + 1, seed=0)[args.problem]
-        text = task.prompt(problem, m)
-    else:
-        text = (args.prompt or "").replace("\\n", "\n")
-    prompt = [tok.BOS_ID] + tok.encode(text)
-    max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
     try:
-        out = generate(model, [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
+        args = ap.parse_args(argv)
+        model, state = load_model(args.ckpt)
+        if args.prompt is None and "args" in state:  # a train.py checkpoint: sample on its task
+            _, run, task, m = load_run(args.ckpt)
+            try:
+                problem = task.problems("test", args.problem + 1, seed=0)[args.problem]
+            except (ValueError, RuntimeError) as e:
+                raise UsageError(f"--problem {args.problem}: {e}") from None
+            text = task.prompt(problem, m)
+        else:
+            text = (args.prompt or "").replace("\\n", "\n")
+        prompt = [tok.BOS_ID] + tok.encode(text)
+        max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
+        out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
                        stop_token=tok.END_ID, generator=torch.Generator().manual_seed(args.seed))
-    except ValueError as e:
+    except (UsageError, ValueError) as e:  # ValueError: generate refusing the prompt's length
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"--- prompt\n{text}")

@@ -136,42 +136,39 @@ def solved_by_budget(results, budgets):
 
 
 def main(argv=None):
-    from evaluate import load_run
-    from train import UsageError
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, test_problems
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
-    ap.add_argument("--problems", type=int, default=32, help="held-out test problems to search on")
-    ap.add_argument("--k", type=int, default=48, help="bestofk: answers sampled per problem")
-    ap.add_argument("--budget", type=int, default=384, help="evolve: budget per problem, in --unit")
+    ap.add_argument("--problems", type=PROBLEMS, default=32, help="held-out test problems to search on")
+    ap.add_argument("--k", type=COUNT, default=48, help="bestofk: answers sampled per problem")
+    ap.add_argument("--budget", type=COUNT, default=384, help="evolve: budget per problem, in --unit")
     ap.add_argument("--unit", default="samples", choices=("samples", "answers"),
                     help="evolve: what the budget counts: model samples (calls) or answers written")
-    ap.add_argument("--temperature", type=float, default=None, help="default: 0.7 for bestofk, 1.0 for evolve")
-    ap.add_argument("--seed", type=int, default=0, help="search seed")
-    args = ap.parse_args(argv)
-    for name in ("problems", "k", "budget"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name} must be a positive integer", file=sys.stderr)
-            return 2
+    ap.add_argument("--temperature", type=number(float, 0), default=None,
+                    help="default: 0.7 for bestofk, 1.0 for evolve; 0 = greedy")
+    ap.add_argument("--seed", type=SEED, default=0, help="search seed")
     try:
+        args = ap.parse_args(argv)
         model, run, task, m = load_run(args.ckpt)
+        problems = test_problems(task, args.problems)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problems = task.problems("test", args.problems, seed=0)
     if args.mode == "bestofk":
-        picks = best_of_k(model, task, problems, m, args.k, args.temperature or 0.7,
-                          torch.Generator().manual_seed(args.seed))
+        temperature = 0.7 if args.temperature is None else args.temperature
+        picks = best_of_k(model, task, problems, m, args.k, temperature, torch.Generator().manual_seed(args.seed))
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
-        print(f"best-of-{args.k} ({run.algo}, m={m}): mean verifier score {np.mean([p[2] for p in picks]):.3f} "
-              f"over {len(problems)} problems; solved {sum(task.solved(p[1]) for p in picks)}")
+        print(f"best-of-{args.k} ({run.algo}, m={m}, T={temperature}): mean verifier score "
+              f"{np.mean([p[2] for p in picks]):.3f} over {len(problems)} problems; "
+              f"solved {sum(task.solved(p[1]) for p in picks)}")
         return 0
-    results = evolve(model, task, problems, m, args.budget, args.unit, temperature=args.temperature or 1.0,
-                     seed=args.seed)
+    temperature = 1.0 if args.temperature is None else args.temperature
+    results = evolve(model, task, problems, m, args.budget, args.unit, temperature=temperature, seed=args.seed)
     budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
-    print(f"evolve ({run.algo}, m={m}): problems solved within a budget of {args.unit}, of {len(problems)}: "
-          + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))
+    print(f"evolve ({run.algo}, m={m}, T={temperature}): problems solved within a budget of {args.unit}, "
+          f"of {len(problems)}: " + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))
     return 0
 
 

@@ -16,14 +16,14 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
    task, one advantage per rollout from vpo.py, then one PPO epoch of vpo.policy_loss (clip, dual clip, k3 KL
    to the frozen base, token-mean) in --minibatches updates.
 3. Evaluation on held-out test problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
-Output in out_dir/run_name: ckpt.pt (atomic; model, optimizer, RNG states, step, args), log.jsonl (a line per
-step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. --resume continues a stopped run.
+Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, RNG states, step,
+args), log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png.
+--resume continues a stopped run bit for bit. Run directories, the cache's lock and the checks: runs.py.
 """
 import argparse
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -33,23 +33,18 @@ from tqdm import tqdm
 
 import vpo
 from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
-from model import GPT, CheckpointError, GPTConfig, load_checkpoint, pack, save_checkpoint, token_logprobs
+from model import GPT, GPTConfig, pack, save_checkpoint, token_logprobs
+from runs import (COUNT, MULTI_ANSWER, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
+                  check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
+                  load_model, make_task, number, parse_task_options, resumed_args, truncate_logs)
 from sft import sft_step, step_seed
-from tasks import TASKS, get_task
+from tasks import TASKS
 from tasks import tokenizer as tok
 
 ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "gdpo", "maxrl")
-MULTI_ANSWER = ("vpo", "multi_rlvr")
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
-
-
-class UsageError(Exception):
-    """A mistake in the command line: reported in one line, exit code 2, nothing on disk touched."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
+RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every")  # what --resume may change
+POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
 
 
 def get_parser():
@@ -59,69 +54,62 @@ def get_parser():
     a.add_argument("--task", default="maze", choices=TASKS, help="vector-reward task")
     a.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE",
                    help="task constructor option, e.g. size=9 for maze or num_tests=16 for code (repeatable)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the RL run (problems, sampling, weights)")
+    a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
     a.add_argument("--init", default=None, help="start from this checkpoint instead of the cached warm start")
-    a.add_argument("--resume", action="store_true", help="continue the run in its directory (--steps may grow)")
+    a.add_argument("--resume", action="store_true",
+                   help=f"continue the run in its directory with its saved settings; only "
+                        f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
     a.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
+    a.add_argument("--ckpt_every", type=number(int, 0), default=25,
+                   help="also checkpoint every this many steps, warm start included (0: at evaluations only)")
     a.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     a.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                    help="auto: bf16 autocast on CUDA, fp32 elsewhere")
     a.add_argument("--compile", action="store_true", help="torch.compile the training forward (opt-in)")
     a = p.add_argument_group("model (used when training a base from scratch)")
-    a.add_argument("--n_layer", type=int, default=4, help="transformer blocks")
-    a.add_argument("--n_head", type=int, default=4, help="attention heads")
-    a.add_argument("--n_embd", type=int, default=128, help="model width")
-    a.add_argument("--block_size", type=int, default=256, help="longest prompt + completion, in tokens")
+    a.add_argument("--n_layer", type=COUNT, default=4, help="transformer blocks")
+    a.add_argument("--n_head", type=COUNT, default=4, help="attention heads")
+    a.add_argument("--n_embd", type=COUNT, default=128, help="model width")
+    a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
     a = p.add_argument_group("warm start (supervised on demonstrations)")
-    a.add_argument("--sft_steps", type=int, default=500, help="supervised steps")
-    a.add_argument("--sft_batch_size", type=int, default=64, help="demonstrations per step")
-    a.add_argument("--sft_lr", type=float, default=2e-3, help="peak learning rate (warmup, cosine to 10%%)")
-    a.add_argument("--base_seed", type=int, default=0, help="seed of the warm start (shared by all RL seeds)")
+    a.add_argument("--sft_steps", type=COUNT, default=500, help="supervised steps")
+    a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
+    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
+                   help="peak learning rate (warmup, cosine to 10%%)")
+    a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a = p.add_argument_group("RL")
-    a.add_argument("--steps", type=int, default=150, help="RL steps")
-    a.add_argument("--batch_size", type=int, default=8, help="prompts per step")
-    a.add_argument("--group_size", type=int, default=8, help="G: rollouts per prompt")
-    a.add_argument("--num_answers", type=int, default=3, help="m: answers per rollout for vpo and multi_rlvr")
+    a.add_argument("--steps", type=COUNT, default=150, help="RL steps")
+    a.add_argument("--batch_size", type=COUNT, default=8, help="prompts per step")
+    a.add_argument("--group_size", type=number(int, 2), default=8,
+                   help="G: rollouts per prompt (>= 2: advantages compare rollouts)")
+    a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout for vpo and multi_rlvr")
     a.add_argument("--match_budget", action="store_true",
                    help="single-answer methods get m x group_size rollouts: the same answers per prompt as VPO")
-    a.add_argument("--num_weights", type=int, default=100, help="N: weight draws per prompt (VPO)")
-    a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration of the weights")
+    a.add_argument("--num_weights", type=COUNT, default=100, help="N: weight draws per prompt (VPO)")
+    a.add_argument("--alpha", type=POSITIVE, default=1.0, help="Dirichlet concentration of the weights")
     a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
     a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
-    a.add_argument("--lr", type=float, default=3e-5, help="AdamW learning rate (constant after 10 warmup steps)")
-    a.add_argument("--weight_decay", type=float, default=0.0, help="AdamW weight decay")
-    a.add_argument("--temperature", type=float, default=1.0, help="rollout sampling temperature")
-    a.add_argument("--kl_coef", type=float, default=1e-3, help="k3 KL to the frozen base, as a loss term")
-    a.add_argument("--clip", type=float, default=0.2, help="PPO clip range (low and high)")
-    a.add_argument("--dual_clip", type=float, default=3.0, help="dual-clip constant c for negative advantages")
+    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5,
+                   help="AdamW learning rate (constant after 10 warmup steps)")
+    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.0, help="AdamW weight decay (warm start too)")
+    a.add_argument("--temperature", type=POSITIVE, default=1.0, help="rollout sampling temperature")
+    a.add_argument("--kl_coef", type=NONNEGATIVE, default=1e-3, help="k3 KL to the frozen base, as a loss term")
+    a.add_argument("--clip", type=POSITIVE, default=0.2, help="PPO clip range (low and high)")
+    a.add_argument("--dual_clip", type=number(float, above=1), default=3.0,
+                   help="dual-clip constant c > 1 for negative advantages")
     a.add_argument("--agg", default="token-mean", choices=vpo.AGGS, help="loss aggregation over tokens")
-    a.add_argument("--minibatches", type=int, default=2, help="updates per step (one PPO epoch)")
-    a.add_argument("--grad_clip", type=float, default=1.0, help="gradient-norm clip")
+    a.add_argument("--minibatches", type=COUNT, default=2, help="updates per step (one PPO epoch)")
+    a.add_argument("--grad_clip", type=POSITIVE, default=1.0, help="gradient-norm clip (warm start too)")
     a = p.add_argument_group("evaluation")
-    a.add_argument("--eval_every", type=int, default=50, help="evaluate every this many steps (0: at the end)")
-    a.add_argument("--eval_problems", type=int, default=64, help="held-out test problems")
-    a.add_argument("--eval_answers", type=int, default=96, help="answers sampled per test problem")
-    a.add_argument("--eval_temperature", type=float, default=0.7, help="sampling temperature at evaluation")
+    a.add_argument("--eval_every", type=number(int, 0), default=50,
+                   help="evaluate (and checkpoint) every this many steps (0: at the end)")
+    a.add_argument("--eval_problems", type=PROBLEMS, default=64, help="held-out test problems")
+    a.add_argument("--eval_answers", type=COUNT, default=96, help="answers sampled per test problem")
+    a.add_argument("--eval_temperature", type=NONNEGATIVE, default=0.7, help="sampling temperature at evaluation")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
-
-
-def parse_task_options(items):
-    """["size=9", "n_gold=2"] -> {"size": 9, "n_gold": 2}; values read as int, then float, else string."""
-    options = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--task_opt must be KEY=VALUE, got {item!r}")
-        for cast in (int, float, str):
-            try:
-                options[key] = cast(value)
-                break
-            except ValueError:
-                pass
-    return options
 
 
 def pick_device(name):
@@ -136,27 +124,9 @@ def pick_device(name):
 
 
 def check_args(args):
-    """Everything a user can get wrong, checked before anything is written."""
-    for name in ("n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "steps", "batch_size",
-                 "num_answers", "num_weights", "minibatches", "eval_problems", "eval_answers"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be a positive integer, got {getattr(args, name)}")
-    for name in ("lr", "sft_lr", "grad_clip"):
-        if not getattr(args, name) > 0:
-            raise UsageError(f"--{name} must be > 0, got {getattr(args, name)}")
-    checks = [(args.alpha > 0, f"--alpha must be > 0, got {args.alpha}"),
-              (args.group_size >= 2, f"--group_size must be >= 2 (advantages compare rollouts), got {args.group_size}"),
-              (args.eval_every >= 0, f"--eval_every must be >= 0, got {args.eval_every}"),
-              (args.temperature > 0, f"--temperature must be > 0, got {args.temperature}"),
-              (args.eval_temperature >= 0, f"--eval_temperature must be >= 0, got {args.eval_temperature}"),
-              (args.kl_coef >= 0 and args.clip > 0 and args.dual_clip > 1, "--kl_coef >= 0, --clip > 0 and "
-               f"--dual_clip > 1 required, got {args.kl_coef}, {args.clip}, {args.dual_clip}"),
-              (args.n_embd % args.n_head == 0, f"--n_embd ({args.n_embd}) must be divisible by --n_head "
-               f"({args.n_head})"),
-              (not (args.resume and args.overwrite), "--resume and --overwrite exclude each other")]
-    for ok, message in checks:
-        if not ok:
-            raise UsageError(message)
+    """What the flags' own ranges cannot say, checked before anything is written."""
+    if args.n_embd % args.n_head:
+        raise UsageError(f"--n_embd ({args.n_embd}) must be divisible by --n_head ({args.n_head})")
     if args.eval_answers < args.num_answers * K_FACTORS[-1]:
         raise UsageError(f"--eval_answers ({args.eval_answers}) must be >= the largest k = "
                          f"{args.num_answers * K_FACTORS[-1]} (16 x --num_answers)")
@@ -177,11 +147,6 @@ def check_fits(task, m, block_size, label="--num_answers"):
         task.demonstration(probe[0], m, np.random.default_rng(0))
     except ValueError as e:
         raise UsageError(f"{label} {m}: {e}") from None
-
-
-def answers_per_rollout(args):
-    """m: answers per rollout (a warm-start base is evaluated as a multi-answer model)."""
-    return args.num_answers if args.algo in MULTI_ANSWER + ("sft",) else 1
 
 
 def group_size(args):
@@ -251,12 +216,16 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
 
 
 # ------------------------------------------------------------------------------------------ run management
-def base_path(args):
-    """Where the warm start for this task and model lives: one per (task, options, model, SFT settings)."""
-    keys = ("task", "task_opt", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size",
-            "sft_lr", "base_seed", "num_answers")
-    digest = hashlib.sha1(json.dumps({k: getattr(args, k) for k in keys}, sort_keys=True).encode()).hexdigest()
-    return os.path.join(args.out_dir, "base", f"{args.task}-{digest[:10]}", "ckpt.pt")
+def base_dir(args, device):
+    """The warm-start cache entry for this task, model and every setting the supervised phase reads
+    (precision as resolved on this device; not --compile or the device type, which change only rounding)."""
+    keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
+            "base_seed", "num_answers", "weight_decay", "grad_clip")
+    key = {k: getattr(args, k) for k in keys}
+    key["task_opt"] = parse_task_options(args.task_opt)
+    key["bf16"] = device.type == "cuda" and args.dtype != "float32"
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return os.path.join(args.out_dir, "base", f"{args.task}-{digest[:10]}")
 
 
 def run_dir(args):
@@ -271,14 +240,12 @@ def new_model(args, device):
 
 
 def load_init(path, device):
-    try:
-        return load_checkpoint(path, device)[0]
-    except CheckpointError as e:
-        raise UsageError(str(e)) from None
+    return load_model(path, device)[0]
 
 
-def train(args, task, model, directory, device, state=None, quiet=False):
-    """The training loop of one run (SFT or RL), in directory. state: a loaded checkpoint to resume from."""
+def train(args, task, model, directory, device, state=None, quiet=False, ckpt_name="ckpt.pt"):
+    """The training loop of one run (SFT or RL), in directory. state: a loaded checkpoint to resume from.
+    Checkpoints (directory/ckpt_name) every --ckpt_every steps, at evaluations and at the end."""
     sft = args.algo == "sft"
     total = args.sft_steps if sft else args.steps
     opt = model.configure_optimizer(args.sft_lr if sft else args.lr, args.weight_decay, device_type=device.type)
@@ -295,8 +262,7 @@ def train(args, task, model, directory, device, state=None, quiet=False):
         ref_model = load_init(args.init_path, device).eval().requires_grad_(False)
     train_model = torch.compile(model) if args.compile else model
     log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)
-    log_path = os.path.join(directory, "log.jsonl")
-    _truncate_log(log_path, start)
+    truncate_logs(directory, start)
     ks = [args.num_answers * f for f in K_FACTORS]
     eval_problems = task.problems("test", args.eval_problems, seed=0)
     m_eval = answers_per_rollout(args)
@@ -305,8 +271,11 @@ def train(args, task, model, directory, device, state=None, quiet=False):
     t_start = time.perf_counter() - (state or {}).get("seconds", 0.0)
 
     def checkpoint(step):
+        if not all_finite(model):  # keep the last good checkpoint rather than overwrite it with NaNs
+            raise UsageError(f"the weights are no longer finite at step {step} (lower the learning rate?); "
+                             f"{os.path.join(directory, ckpt_name)} keeps the last finite ones")
         rng = {name: g.get_state().cpu() for name, g in generators.items()}
-        save_checkpoint(os.path.join(directory, "ckpt.pt"), model, optimizer=opt.state_dict(), step=step,
+        save_checkpoint(os.path.join(directory, ckpt_name), model, optimizer=opt.state_dict(), step=step,
                         args=vars(args), rng=rng, seconds=time.perf_counter() - t_start)
 
     model.train()
@@ -319,27 +288,20 @@ def train(args, task, model, directory, device, state=None, quiet=False):
             bar.set_postfix(reward=f"{row['deploy_reward']:.3f}", set=f"{row['set_reward']:.3f}",
                             div=f"{row['diversity']:.3f}", kl=f"{row['kl']:.4f}")
         row["seconds"] = time.perf_counter() - t_start
-        with open(log_path, "a") as f:
+        with open(os.path.join(directory, "log.jsonl"), "a") as f:
             f.write(json.dumps(row) + "\n")
-        last = step + 1 == total
-        if args.eval_every and (step + 1) % args.eval_every == 0 and not last:
+        if step + 1 == total:
+            break
+        if args.eval_every and (step + 1) % args.eval_every == 0:
             metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature)
             with open(os.path.join(directory, "eval.jsonl"), "a") as f:
                 f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
             checkpoint(step + 1)
+        elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
+            checkpoint(step + 1)
     bar.close()
     checkpoint(total)
     return time.perf_counter() - t_start
-
-
-def _truncate_log(path, step):
-    """On resume, drop log lines past the checkpoint's step (they will be written again)."""
-    for name in (path, os.path.join(os.path.dirname(path), "eval.jsonl")):
-        if os.path.exists(name):
-            with open(name) as f:
-                rows = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
-            with open(name, "w") as f:
-                f.writelines(rows)
 
 
 def finish(args, task, model, directory, seconds, device):
@@ -359,55 +321,72 @@ def finish(args, task, model, directory, seconds, device):
     return report(directory, task, ks, results, label, extra)
 
 
+def resume_state(argv, args, directory):
+    """--resume: the run's checkpoint, and its saved arguments updated by what may change (RESUMABLE)."""
+    if args.overwrite:  # checked on the command line, before the saved arguments replace it
+        raise UsageError("--resume and --overwrite exclude each other")
+    path = os.path.join(directory, "ckpt.pt")
+    if not os.path.isfile(path):
+        raise UsageError(f"--resume: no checkpoint at {path}")
+    model, state = load_model(path, need=("args", "step", "rng", "optimizer"))
+    given = given_flags(get_parser(), argv)
+    for where in ("out_dir", "run_name", "resume"):  # they locate the run
+        given.pop(where, None)
+    args = resumed_args(state["args"], given, get_parser().parse_args([]), state["step"], RESUMABLE)
+    args.resume = True
+    return model, state, args
+
+
 def prepare(argv):
-    """Parse and check the command line, set up the run directory. -> (args, task, model, directory, state)."""
+    """Parse and check the command line; nothing is written. -> (args, task, model, directory, device, state)."""
     args = get_parser().parse_args(argv)
+    if args.run_name is not None:
+        check_run_name(args.run_name)
+    check_out_dir(args.out_dir)
     directory = run_dir(args)
-    state = None
+    model = state = None
     if args.resume:
-        path = os.path.join(directory, "ckpt.pt")
-        if not os.path.isfile(path):
-            raise UsageError(f"--resume: no checkpoint at {path}")
-        try:
-            model, state = load_checkpoint(path)
-        except CheckpointError as e:
-            raise UsageError(str(e)) from None
-        saved = state["args"]
-        args = argparse.Namespace(**{**saved, "steps": args.steps, "device": args.device, "quiet": args.quiet,
-                                     "resume": True})
-    try:
-        task = get_task(args.task, **parse_task_options(args.task_opt))
-    except (TypeError, ValueError) as e:
-        raise UsageError(f"--task {args.task} --task_opt {args.task_opt}: {e}") from None
+        model, state, args = resume_state(argv, args, directory)
+    probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
+    task = make_task(args.task, args.task_opt, probe)
     check_args(args)
     device = pick_device(args.device)
     if args.dtype == "bfloat16" and device.type != "cuda":
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
-    if not args.resume:
-        model = None if args.init is None else load_init(args.init, device)
+    if not args.resume and args.init is not None:
+        model = load_init(args.init, device)
     if model is not None:  # the block size is the model's
         args.block_size = model.config.block_size
     check_fits(task, 1, args.block_size, "--block_size")
     check_fits(task, args.num_answers, args.block_size)
     if args.resume:
         return args, task, model.to(device), directory, device, state
-    if os.path.exists(directory) and not args.overwrite:
-        raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
+    if os.path.lexists(directory):
+        if not args.overwrite:
+            raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
+        check_overwritable(directory)
     return args, task, model, directory, device, state
 
 
 def warm_start(args, task, device, quiet):
-    """The cached base for this task and model: trained here (--algo sft in out_dir/base/...) if missing."""
-    path = base_path(args)
+    """The cached base for this task and model, BASE/ckpt.pt (BASE = base_dir), trained here if missing.
+    The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start resumes from
+    there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock, then uses it."""
+    directory = base_dir(args, device)
+    path, partial = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "partial.pt")
     if os.path.isfile(path):
         return path
-    print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps)")
-    base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
-    directory = os.path.dirname(path)
-    shutil.rmtree(directory, ignore_errors=True)  # a half-written cache from an interrupted run
-    os.makedirs(directory)
-    model = new_model(args, device)
-    seconds = train(base_args, task, model, directory, device, quiet=quiet)
+    with exclusive(directory, on_wait=lambda: print(f"warm start: another run is training {directory}; waiting")):
+        if os.path.isfile(path):  # the run we waited for trained it
+            return path
+        base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
+        model, state = (load_model(partial, device, need=("step", "rng", "optimizer")) if os.path.isfile(partial)
+                        else (new_model(args, device), None))
+        done = state["step"] if state else 0
+        print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps"
+              f"{f', resuming at step {done}' if done else ''})")
+        seconds = train(base_args, task, model, directory, device, state, quiet, ckpt_name="partial.pt")
+        os.replace(partial, path)
     print(f"warm start: {args.sft_steps} steps in {seconds:.0f} s -> {path}")
     return path
 
@@ -423,9 +402,7 @@ def main(argv=None):
             else:
                 args.init_path = args.init or warm_start(args, task, device, quiet)
                 model = model or load_init(args.init_path, device)
-            if os.path.exists(directory):  # --overwrite
-                shutil.rmtree(directory)
-            os.makedirs(directory)
+            create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile
         print(f"{args.algo} on {args.task}: {model.num_params() / 1e6:.2f}M params, device {device}, "
               f"run dir {directory}\nargs: {json.dumps(vars(args))}")
         seconds = train(args, task, model, directory, device, state, quiet)

@@ -1,0 +1,427 @@
+"""Run management that loses nothing: run names and --overwrite, the warm-start cache under concurrent runs,
+kill -9 then --resume, the resume checks, flag ranges, and one-line errors from every command-line tool.
+Every refusal: exit code 2, one stderr line starting with 'error:', and the files on disk unchanged."""
+import argparse
+import ast
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import evaluate
+import runs
+import sample
+import scripted_train
+import search
+import train
+from model import GPT, CheckpointError, GPTConfig, load_checkpoint, save_checkpoint
+from tasks import get_task
+from tasks.toy import ToyTask
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96",
+        "--sft_steps", "3", "--sft_batch_size", "8", "--batch_size", "2", "--group_size", "4", "--steps", "2",
+        "--eval_problems", "2", "--eval_answers", "48", "--eval_every", "0", "--quiet"]
+
+
+def tree(path):
+    """Every file and directory under path with its size and modification time: what a refusal must not change."""
+    out = {}
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(root, name))
+            out[os.path.relpath(os.path.join(root, name), path)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def assert_refused(capsys, rc, needle=""):
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error:") and "\n" not in err and needle in err, (rc, err)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One CPU thread here and in the subprocesses (OMP_NUM_THREADS): the same arithmetic in both, and much
+    faster than two threads on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture
+def world(tmp_path):
+    """An out_dir with a cached base and a finished sibling run, and a file next to out_dir: sentinels."""
+    out = tmp_path / "out"
+    for rel in ("base/toy-0123456789/ckpt.pt", "sibling/summary.json"):
+        (out / rel).parent.mkdir(parents=True)
+        (out / rel).write_text("precious")
+    (tmp_path / "outside.txt").write_text("precious")
+    return out
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    """A finished tiny run: its checkpoint is the input of the resume checks and of the tools."""
+    out = tmp_path_factory.mktemp("done")
+    assert train.main(TINY + ["--out_dir", str(out)]) == 0
+    return out / "vpo-toy-s0" / "ckpt.pt"
+
+
+# ------------------------------------------------------------------------------------- train.py: bad input
+@pytest.mark.parametrize("extra,needle", [
+    (["--alpha", "inf"], "--alpha"), (["--alpha", "nan"], "--alpha"), (["--lr", "inf"], "--lr"),
+    (["--lr", "5"], "--lr"),
+    (["--sft_lr", "inf"], "--sft_lr"), (["--kl_coef", "inf"], "--kl_coef"), (["--kl_coef", "-1"], "--kl_coef"),
+    (["--weight_decay", "nan"], "--weight_decay"), (["--weight_decay", "-5"], "--weight_decay"),
+    (["--temperature", "inf"], "--temperature"), (["--temperature", "nan"], "--temperature"),
+    (["--temperature", "0"], "--temperature"), (["--eval_temperature", "inf"], "--eval_temperature"),
+    (["--eval_temperature", "-1"], "--eval_temperature"), (["--clip", "inf"], "--clip"),
+    (["--dual_clip", "nan"], "--dual_clip"), (["--dual_clip", "1"], "--dual_clip"),
+    (["--grad_clip", "inf"], "--grad_clip"),
+    (["--grad_clip", "0"], "--grad_clip"), (["--seed", "-1"], "--seed"), (["--base_seed", "-1"], "--base_seed"),
+    (["--seed", str(2**40)], "--seed"), (["--steps", "1.5"], "--steps"), (["--ckpt_every", "-1"], "--ckpt_every"),
+    (["--eval_every", "-1"], "--eval_every"), (["--eval_problems", "0"], "--eval_problems"),
+    (["--eval_problems", "2000"], "n must be an int in [0, 1222]"),        # more than toy's test problems
+    (["--batch_size", "9000"], "n must be an int in [0, 8778]"),          # more than toy's train problems
+    (["--task_opt", "compromise=0.5", "--task_opt", "compromise=0.7"], "given twice"),
+    (["--task_opt", "compromise=2"], "compromise must be in [0, 1]"),
+    (["--task", "maze", "--task_opt", "max_moves=1"], "found only 0 of 1 mazes"),  # as size=21, faster
+    (["--run_name", "a/b"], "--run_name"), (["--run_name", ".."], "--run_name"), (["--run_name", "."], "--run_name"),
+    (["--run_name", "base"], "--run_name"), (["--run_name", "BASE"], "--run_name"), (["--run_name", ""], "--run_name"),
+    (["--run_name", "x" * 300], "--run_name"), (["--run_name", "..", "--overwrite"], "--run_name"),
+    (["--run_name", "base", "--overwrite"], "--run_name"), (["--run_name", ".", "--overwrite"], "--run_name"),
+    (["--run_name", "sibling", "--resume", "--overwrite"], "exclude"),
+    (["--run_name", "sibling"], "exists"),
+])
+def test_bad_flags_are_refused_before_anything_is_written_or_deleted(world, capsys, extra, needle):
+    before = tree(world.parent)
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(world), *extra]), needle)
+    assert tree(world.parent) == before
+
+
+def test_an_out_dir_that_is_a_file_is_refused(world, capsys):
+    before = tree(world.parent)
+    for out in (world.parent / "outside.txt", world.parent / "outside.txt" / "sub"):
+        assert_refused(capsys, train.main(TINY + ["--out_dir", str(out)]), "is not a directory")
+    assert tree(world.parent) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_an_unwritable_out_dir_is_refused(world, capsys):
+    world.chmod(0o500)
+    try:
+        assert_refused(capsys, train.main(TINY + ["--out_dir", str(world)]), "not writable")
+    finally:
+        world.chmod(0o700)
+
+
+def test_overwrite_deletes_only_a_run_directory(world, capsys):
+    """--overwrite refuses a directory holding a file a run does not write, a symbolic link, and a file."""
+    (world / "sibling" / "notes.txt").write_text("mine")
+    (world / "link").symlink_to(world / "base")
+    (world / "file").write_text("precious")
+    before = tree(world.parent)
+    for name, needle in (("sibling", "notes.txt"), ("link", "not a run directory"), ("file", "not a run directory")):
+        assert_refused(capsys, train.main(TINY + ["--out_dir", str(world), "--run_name", name, "--overwrite"]), needle)
+    assert tree(world.parent) == before
+
+
+def test_a_run_directory_that_appears_during_the_warm_start_is_kept(tmp_path, capsys, monkeypatch):
+    """Another run with the same name finishes while this one trains its warm start: without --overwrite it is
+    not deleted (the directory is claimed with mkdir, which fails if it exists)."""
+    real = train.warm_start
+
+    def warm_start_while_another_run_finishes(args, task, device, quiet):
+        path = real(args, task, device, quiet)
+        (tmp_path / "vpo-toy-s0").mkdir()
+        (tmp_path / "vpo-toy-s0" / "summary.json").write_text("finished")
+        return path
+
+    monkeypatch.setattr(train, "warm_start", warm_start_while_another_run_finishes)
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path)]), "exists")
+    assert os.listdir(tmp_path / "vpo-toy-s0") == ["summary.json"]
+
+
+# ------------------------------------------------------------------------------------- the warm-start cache
+def test_the_cache_key_covers_every_setting_the_warm_start_reads(tmp_path):
+    """Train a 1-step warm start with arguments that record what is read: each setting read either changes the
+    cache key, or is listed here as not changing the base."""
+    read = set()
+
+    class Recorder(argparse.Namespace):
+        def __getattribute__(self, name):
+            if not name.startswith("_"):
+                read.add(name)
+            return super().__getattribute__(name)
+
+    not_in_key = {"algo",                # always sft for a base
+                  "seed",                # seeds the RL generators, which the supervised steps never draw from
+                  "compile",             # the same arithmetic, up to rounding (as the device type)
+                  "eval_every", "ckpt_every", "eval_problems", "eval_answers", "eval_temperature", "quiet"}
+    args = train.get_parser().parse_args(TINY + ["--sft_steps", "1"])
+    args = Recorder(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
+    cpu = torch.device("cpu")
+    train.train(args, get_task("toy"), train.new_model(args, cpu), str(tmp_path), cpu, quiet=True)
+    in_key = read - not_in_key
+    assert in_key >= {"sft_lr", "weight_decay", "grad_clip", "dtype", "n_embd", "base_seed", "sft_batch_size"}
+    plain = train.get_parser().parse_args(TINY)
+    cuda = torch.device("cuda")  # base_dir reads only the device's type: bf16 autocast changes the base
+    changed = {"dtype": "float32", "task_opt": ["compromise=0.5"], "task": "maze"}
+    for name in in_key | {"task", "task_opt"}:
+        value = changed[name] if name in changed else getattr(plain, name) + 1
+        other = argparse.Namespace(**{**vars(plain), name: value})
+        assert train.base_dir(other, cuda) != train.base_dir(plain, cuda), name
+    for name, value in (("lr", 1e-3), ("algo", "grpo"), ("seed", 3), ("steps", 9), ("kl_coef", 0.0)):
+        other = argparse.Namespace(**{**vars(plain), name: value})
+        assert train.base_dir(other, cpu) == train.base_dir(plain, cpu), name
+
+
+DRIVER = """import os, sys, time
+import train
+open(sys.argv[1] + ".ready" + str(os.getpid()), "w").close()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+sys.exit(train.main(sys.argv[2:]))"""
+
+
+def test_two_runs_started_together_train_one_base_and_both_finish(tmp_path):
+    """Both processes import first, then start train.main at the same moment: one trains the shared base, the
+    other waits for it; one base directory, its log written once, both runs complete."""
+    go = str(tmp_path / "go")
+    argv = TINY + ["--sft_steps", "8", "--out_dir", str(tmp_path / "out")]
+    procs = [subprocess.Popen([sys.executable, "-c", DRIVER, go, *argv, "--run_name", name], cwd=ROOT, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    deadline = time.time() + 120
+    while len(glob.glob(go + ".ready*")) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    open(go, "w").close()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert sum("training it" in out for out, _ in outs) == 1, [out for out, _ in outs]
+    (base,) = os.listdir(tmp_path / "out" / "base")
+    entry = tmp_path / "out" / "base" / base
+    assert sorted(os.listdir(entry)) == [".lock", "ckpt.pt", "log.jsonl"]
+    assert [json.loads(x)["step"] for x in (entry / "log.jsonl").read_text().splitlines()] == list(range(1, 9))
+    for name in ("a", "b"):
+        assert load_checkpoint(str(tmp_path / "out" / name / "ckpt.pt"))[1]["step"] == 2
+        assert (tmp_path / "out" / name / "summary.json").exists()
+
+
+# ---------------------------------------------------------------------------------------- kill -9 and resume
+def kill_when(cmd, ready, log, timeout=300):
+    """Start cmd (stdout to log), SIGKILL it as soon as ready() holds; it must not have finished by then.
+    -> what it printed."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while not ready():
+            assert proc.poll() is None, f"finished before the kill: {open(log).read()}"
+            assert time.time() < deadline
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    return open(log).read()
+
+
+def test_kill_9_in_the_warm_start_and_in_rl_then_resume_ends_bit_equal(tmp_path, monkeypatch):
+    """Scripted rewards make every group's advantages nonzero, so the weights move. Killed after the warm start's
+    first checkpoint, started again (the warm start resumes from it), killed after RL's first checkpoint,
+    then --resume: the base, the final weights and the logs equal those of an uninterrupted run."""
+    monkeypatch.setattr(ToyTask, "score", scripted_train.score)
+    argv = TINY + ["--sft_steps", "10", "--steps", "8", "--ckpt_every", "2", "--eval_every", "5", "--lr", "1e-3"]
+    assert train.main(argv + ["--out_dir", str(tmp_path / "straight")]) == 0
+    out = tmp_path / "killed"
+    cmd = [sys.executable, os.path.join(ROOT, "tests", "scripted_train.py"), *argv, "--out_dir", str(out)]
+    kill_when(cmd, lambda: glob.glob(str(out / "base" / "*" / "partial.pt")), tmp_path / "1.txt")
+    (partial,) = glob.glob(str(out / "base" / "*" / "partial.pt"))
+    assert load_checkpoint(partial)[1]["step"] < 10 and not glob.glob(str(out / "base" / "*" / "ckpt.pt"))
+    run = out / "vpo-toy-s0"
+    printed = kill_when(cmd, lambda: (run / "ckpt.pt").exists(), tmp_path / "2.txt")
+    assert "resuming at step" in printed  # the warm start went on from its checkpoint
+    assert load_checkpoint(str(run / "ckpt.pt"))[1]["step"] < 8 and not (run / "summary.json").exists()
+    assert train.main(argv + ["--out_dir", str(out), "--resume"]) == 0
+
+    def same_run(a, b, moved_from=None):
+        wa, wb = (load_checkpoint(str(p))[0].state_dict() for p in (a / "ckpt.pt", b / "ckpt.pt"))
+        assert all(torch.equal(wa[k], wb[k]) for k in wa)
+        if moved_from is not None:
+            w0 = load_checkpoint(str(moved_from / "ckpt.pt"))[0].state_dict()
+            assert not all(torch.equal(wa[k], w0[k]) for k in wa), "the weights never moved: the test shows nothing"
+        timing = ("seconds", "step_seconds", "tokens_per_s")
+        for name in ("log.jsonl", "eval.jsonl"):
+            if (a / name).exists() or (b / name).exists():
+                ra, rb = ([{k: v for k, v in json.loads(x).items() if k not in timing}
+                           for x in (d / name).read_text().splitlines()] for d in (a, b))
+                assert ra == rb, name
+    (base_a,), (base_b,) = (glob.glob(str(d / "base" / "*")) for d in (tmp_path / "straight", out))
+    same_run(tmp_path / "straight" / "base" / os.path.basename(base_a), out / "base" / os.path.basename(base_b))
+    same_run(tmp_path / "straight" / "vpo-toy-s0", run, moved_from=out / "base" / os.path.basename(base_b))
+
+
+def test_weights_that_turn_non_finite_are_never_checkpointed(tmp_path, capsys, monkeypatch):
+    real = train.rl_step
+
+    def diverging_rl_step(model, *args):
+        row = real(model, *args)
+        if row["step"] == 2:
+            next(model.parameters()).data.fill_(float("nan"))
+        return row
+
+    monkeypatch.setattr(train, "rl_step", diverging_rl_step)
+    rc = train.main(TINY + ["--out_dir", str(tmp_path), "--steps", "4", "--ckpt_every", "1"])
+    assert_refused(capsys, rc, "no longer finite at step 2")
+    model, state = load_checkpoint(str(tmp_path / "vpo-toy-s0" / "ckpt.pt"))
+    assert state["step"] == 1
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--steps", "1"], "below the checkpoint's step 2"), (["--overwrite"], "exclude"), (["--lr", "0.001"], "--lr"),
+    (["--algo", "grpo"], "--algo"), (["--task", "maze"], "--task"), (["--task_opt", "compromise=0.5"], "--task_opt"),
+    (["--init", "x.pt"], "--init"), (["--steps", "nan"], "--steps"),
+])
+def test_resume_refuses_a_lower_step_count_and_conflicting_flags(done, tmp_path, capsys, extra, needle):
+    before = tree(done.parent.parent)
+    rc = train.main(TINY + ["--out_dir", str(done.parent.parent), "--run_name", "vpo-toy-s0", "--resume", *extra])
+    assert_refused(capsys, rc, needle)
+    assert tree(done.parent.parent) == before
+
+
+def test_resume_needs_a_complete_run_checkpoint(done, tmp_path, capsys):
+    run = tmp_path / "vpo-toy-s0"
+    shutil.copytree(done.parent, run)
+    state = torch.load(run / "ckpt.pt", weights_only=True)
+    del state["rng"]
+    torch.save(state, run / "ckpt.pt")
+    before = tree(tmp_path)
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path), "--resume"]), "no rng")
+    assert tree(tmp_path) == before
+
+
+def test_resume_drops_a_partial_last_log_line(done, tmp_path, capsys):
+    """A write cut short (a kill or a full disk during an append) leaves a partial last line: --resume drops it
+    and the rows past the checkpoint's step; a corrupt line before the last is refused."""
+    run = tmp_path / "vpo-toy-s0"
+    shutil.copytree(done.parent, run)
+    with open(run / "log.jsonl", "a") as f:
+        f.write('{"step": 3, "deploy_rew')
+    (run / "eval.jsonl").write_text('{"step": 2, "m": 3}\n{"st')
+    assert train.main(TINY + ["--out_dir", str(tmp_path), "--resume", "--steps", "3"]) == 0
+    assert [json.loads(x)["step"] for x in (run / "log.jsonl").read_text().splitlines()] == [1, 2, 3]
+    assert [json.loads(x)["step"] for x in (run / "eval.jsonl").read_text().splitlines()] == [2]
+    (run / "eval.jsonl").write_text('{"st\n{"step": 1}\n')
+    before = tree(tmp_path)
+    rc = train.main(TINY + ["--out_dir", str(tmp_path), "--resume", "--steps", "3"])
+    assert_refused(capsys, rc, "line 1 is corrupt")
+    assert tree(tmp_path) == before
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+def test_load_checkpoint_rejects_non_finite_weights(tmp_path, capsys):
+    model = GPT(GPTConfig(block_size=96, n_layer=1, n_head=2, n_embd=32))
+    with torch.no_grad():
+        model.lm_head.weight[3, 4] = float("inf")
+    save_checkpoint(str(tmp_path / "inf.pt"), model)
+    with pytest.raises(CheckpointError, match="non-finite"):
+        load_checkpoint(str(tmp_path / "inf.pt"))
+    before = tree(tmp_path)
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path / "o"), "--init", str(tmp_path / "inf.pt")]),
+                   "non-finite")
+    assert tree(tmp_path) == before
+
+
+# -------------------------------------------------------------------------- evaluate.py, sample.py, search.py
+@pytest.fixture(scope="module")
+def checkpoints(done, tmp_path_factory):
+    """The finished run's checkpoint, one whose task options are invalid, one without train.py's args."""
+    d = tmp_path_factory.mktemp("ckpts")
+    state = torch.load(done, weights_only=True)
+    state["args"]["task_opt"] = ["compromise=2"]
+    torch.save(state, d / "bad_opts.pt")
+    save_checkpoint(str(d / "no_args.pt"), load_checkpoint(str(done))[0])
+    return {"run": str(done), "bad_opts": str(d / "bad_opts.pt"), "no_args": str(d / "no_args.pt"),
+            "missing": str(d / "missing.pt")}
+
+
+TOOL_CASES = [
+    (evaluate, ["--ckpt", "run", "--problems", "0"], "--problems"),
+    (evaluate, ["--ckpt", "run", "--problems", "-3"], "--problems"),
+    (evaluate, ["--ckpt", "run", "--problems", "100000"], "--problems"),
+    (evaluate, ["--ckpt", "run", "--problems", "2000"], "n must be an int in [0, 1222]"),
+    (evaluate, ["--ckpt", "run", "--temperature", "nan"], "--temperature"),
+    (evaluate, ["--ckpt", "run", "--temperature", "inf"], "--temperature"),
+    (evaluate, ["--ckpt", "run", "--answers", "0"], "--answers"),
+    (evaluate, ["--ckpt", "run", "--seed", "-1"], "--seed"),
+    (evaluate, ["--ckpt", "run", "--json", "/nonexistent/m.json"], "--json"),
+    (evaluate, ["--ckpt", "run", "--json", "/tmp"], "--json"),
+    (evaluate, ["--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
+    (evaluate, ["--ckpt", "no_args"], "not a train.py run checkpoint"),
+    (evaluate, ["--ckpt", "missing"], "not found"),
+    (evaluate, [], "--ckpt"),
+    (sample, ["--ckpt", "run", "--problem", "-1"], "--problem"),
+    (sample, ["--ckpt", "run", "--problem", "5000"], "n must be an int in [0, 1222]"),
+    (sample, ["--ckpt", "run", "--temperature", "nan"], "--temperature"),
+    (sample, ["--ckpt", "run", "--temperature", "inf"], "--temperature"),
+    (sample, ["--ckpt", "run", "--top_p", "0"], "--top_p"),
+    (sample, ["--ckpt", "run", "--num_samples", "0"], "--num_samples"),
+    (sample, ["--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
+    (sample, ["--ckpt", "missing"], "not found"),
+    (search, ["bestofk", "--ckpt", "run", "--temperature", "nan"], "--temperature"),
+    (search, ["bestofk", "--ckpt", "run", "--temperature", "inf"], "--temperature"),
+    (search, ["bestofk", "--ckpt", "run", "--problems", "0"], "--problems"),
+    (search, ["bestofk", "--ckpt", "run", "--problems", "2000"], "n must be an int in [0, 1222]"),
+    (search, ["bestofk", "--ckpt", "run", "--k", "-1"], "--k"),
+    (search, ["evolve", "--ckpt", "run", "--budget", "0"], "--budget"),
+    (search, ["evolve", "--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
+    (search, ["bestofk", "--ckpt", "no_args"], "not a train.py run checkpoint"),
+    (search, ["sideways", "--ckpt", "run"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("tool,argv,needle", TOOL_CASES,
+                         ids=[f"{t.__name__}-{'-'.join(a)}" for t, a, _ in TOOL_CASES])
+def test_every_tool_refuses_bad_input_in_one_line(checkpoints, capsys, tool, argv, needle):
+    argv = [checkpoints.get(a, a) for a in argv]
+    before = {p: tree(os.path.dirname(p)) for p in (checkpoints["run"], checkpoints["bad_opts"])}
+    assert_refused(capsys, tool.main(argv), needle)
+    assert {p: tree(os.path.dirname(p)) for p in before} == before
+
+
+def test_search_honours_temperature_zero(checkpoints, monkeypatch):
+    """--temperature 0 is greedy, not the default (it used to become 0.7 through `or`)."""
+    seen = []
+    monkeypatch.setattr(search, "best_of_k", lambda *a: seen.append(a[5]) or [("", torch.zeros(2).numpy(), 0.0)])
+    monkeypatch.setattr(search, "evolve", lambda *a, **kw: seen.append(kw["temperature"]) or [])
+    assert search.main(["bestofk", "--ckpt", checkpoints["run"], "--problems", "1", "--temperature", "0"]) == 0
+    assert search.main(["evolve", "--ckpt", checkpoints["run"], "--problems", "1", "--temperature", "0"]) == 0
+    assert search.main(["evolve", "--ckpt", checkpoints["run"], "--problems", "1"]) == 0
+    assert seen == [0.0, 0.0, 1.0]
+
+
+# ---------------------------------------------------------------------------------------------------- layering
+def test_library_modules_never_import_a_command():
+    """model, sample, vpo, tasks/, evaluate, sft and runs import no command (train, search, reproduce, bench),
+    not even inside a function; the tools get their run loading from runs.py."""
+    commands = {"train", "search", "reproduce", "bench"}
+    library = ["model.py", "sample.py", "vpo.py", "evaluate.py", "sft.py", "runs.py",
+               *glob.glob("tasks/*.py", root_dir=ROOT)]
+    for path in library + ["search.py"]:
+        tree_ = ast.parse(open(os.path.join(ROOT, path)).read())
+        for node in ast.walk(tree_):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert name.split(".")[0] not in commands, (path, name)
+                assert not (path != "runs.py" and isinstance(node, ast.ImportFrom) and name == "evaluate"
+                            and "load_run" in [a.name for a in node.names]), path
