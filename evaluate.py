@@ -6,13 +6,17 @@ Rollouts on task prompts, and the evaluation of a policy on held-out problems.
 
 Metrics (VPO.md, "Metrics"), each averaged over problems; k counts answers, so a model writing m answers per
 rollout draws k/m rollouts and a single-answer model k rollouts: the same answer budget for every method.
-    best@k         exact E[max of k answers' deployment scalar w*^T r]          vpo.best_at_k
+    best@k         exact E[max of k answers' deployment scalar w*^T r], drawn as k/m whole rollouts  vpo.best_at_k
+    pooled_best@k  the authors' definition: all answers of a problem in one pool, k drawn from it
+                   (rollout boundaries ignored), exact expectation; k = 1 included  vpo.best_at_k(pooled=True)
     pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   vpo.best_at_k on 0/1 scores
     pass@k_hidden  solved on the task's hidden tests too (code)
     E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  vpo.expected_best_at_k
     diversity      mean pairwise L1 distance between the answers' reward vectors  vpo.diversity
     deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
     distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
+    pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  vpo.pareto_metrics
+    pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
 Command line: evaluate any checkpoint written by train.py on its task's test problems:
     python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt
 """
@@ -30,9 +34,16 @@ from tasks import Task
 from tasks import tokenizer as tok
 
 
-def prompt_ids(task, problem, m):
-    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens)."""
-    return [tok.BOS_ID] + tok.encode(task.prompt(problem, m))
+def weights_line(weights):
+    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
+    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
+
+
+def prompt_ids(task, problem, m, weights=None):
+    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
+    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, VPO.md "Baselines")."""
+    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
+    return [tok.BOS_ID] + tok.encode(text)
 
 
 def completion_texts(gen):
@@ -44,11 +55,14 @@ def completion_texts(gen):
     return texts
 
 
-def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None):
-    """num_samples completions of m answers for each problem, scored.
+def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, weights=None):
+    """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
+    prompt, or one per problem (B, D): written into the prompts (goal-conditioned).
 
     -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
-    prompts = [prompt_ids(task, p, m) for p in problems]
+    if weights is not None and np.ndim(weights) == 1:
+        weights = [weights] * len(problems)
+    prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
     gen = generate(model, prompts, task.max_new_tokens(m), num_samples, temperature, top_p=top_p,
                    stop_token=tok.END_ID, generator=generator)
     texts = completion_texts(gen)
@@ -80,21 +94,27 @@ def _has_hidden_tests(task):
 
 @torch.no_grad()
 def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0.7, seed=0, num_weights=256,
-             max_rows=1024, num_pools=4):
-    """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them.
+             max_rows=1024, num_pools=4, weights=None):
+    """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them. weights: the
+    vector written into goal-conditioned prompts (None: plain prompts).
 
     -> (metrics dict, pools): pools holds the valid answers' reward vectors (n, D) of the first num_pools problems.
     """
     n_roll = math.ceil(answers_per_problem / m)
     if max(ks) > n_roll * m:
         raise ValueError(f"ks: largest k = {max(ks)} exceeds the {n_roll * m} answers sampled per problem")
+    ks = sorted({*ks, 1} if m == 1 else set(ks))      # k = 1 for single-answer models
+    pooled_ks = sorted({1, *ks})                       # the authors' pooled best@k: any k, from k = 1
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
-    weights = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
+    weights_n = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     hidden = _has_hidden_tests(task)
     acc = {f"{name}@{k}": [] for name in ("best", "pass", "E_w[best", "pass_hidden") for k in ks}
-    rows = {key: [] for key in ("diversity", "deploy_reward", "distinct_rate", "valid_rate")}
+    acc.update({f"pooled@{k}": [] for k in pooled_ks})
+    rows = {key: [] for key in ("diversity", "deploy_reward", "distinct_rate", "valid_rate", "pareto_frac",
+                                "pareto_distinct")}
+    dim_means = []
     solved_counts = []
     pools = []
     chunk = max(1, max_rows // n_roll)
@@ -102,7 +122,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     model.eval()
     for start in range(0, len(problems), chunk):
         batch = problems[start:start + chunk]
-        _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, generator)
+        _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, generator, weights=weights)
         for i, problem in enumerate(batch):
             r, a = rewards[i], mask[i]                                          # (n_roll, m, D), (n_roll, m)
             answers = [task.parse(t, m) for t in texts[i * n_roll:(i + 1) * n_roll]]
@@ -112,7 +132,9 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             for k in ks:
                 acc[f"best@{k}"].append(vpo.best_at_k(deploy, k, mask=a))
                 acc[f"pass@{k}"].append(vpo.best_at_k(solved.double(), k))
-                acc[f"E_w[best@{k}"].append(vpo.expected_best_at_k(r, k, weights, mask=a))
+                acc[f"E_w[best@{k}"].append(vpo.expected_best_at_k(r, k, weights_n, mask=a))
+            for k in pooled_ks:  # all n_roll * m answers in one pool, rollout boundaries ignored
+                acc[f"pooled@{k}"].append(vpo.best_at_k(deploy, k, mask=a, pooled=True))
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
@@ -120,35 +142,50 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                     acc[f"pass_hidden@{k}"].append(vpo.best_at_k(solved_h.double(), k))
             solved_counts.append(int(solved.sum()))
             flat = [y for ys in answers for y in ys if y]
+            pareto = vpo.pareto_metrics(r, mask=a)
             rows["diversity"].append(vpo.diversity(r, mask=a))
             rows["deploy_reward"].append(float((slot_rewards(r, a, answers) @ w_star).mean()))
             rows["distinct_rate"].append(len(set(flat)) / (n_roll * m))
             rows["valid_rate"].append(len(flat) / (n_roll * m))
+            rows["pareto_frac"].append(pareto["pareto_frac"])
+            rows["pareto_distinct"].append(pareto["pareto_distinct"])
+            dim_means.append(pareto["dim_means"])
             if len(pools) < num_pools:
                 pools.append(r[a].numpy())
     model.train(was_training)
-    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature}
+    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
+               "prompt_weights": None if weights is None else [float(w) for w in weights]}
     for name in ("best", "pass", "E_w[best", "pass_hidden"):
         if name == "pass_hidden" and not hidden:
             continue
         key = {"E_w[best": "E_w[best@k]"}.get(name, f"{name}@k")
         metrics[key] = {k: float(np.mean(acc[f"{name}@{k}"])) for k in ks}
+    metrics["pooled_best@k"] = {k: float(np.mean(acc[f"pooled@{k}"])) for k in pooled_ks}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
+    metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
     return metrics, pools
 
 
 def format_table(metrics, label=""):
-    """The metrics as a few aligned text lines (printed at the end of train.py and by this script)."""
-    ks = list(metrics["best@k"])
-    lines = [f"{label:<12}" + "".join(f"{'k=' + str(k):>9}" for k in ks)]
-    for key in ("best@k", "E_w[best@k]", "pass@k", "pass_hidden@k"):
+    """The metrics as a few aligned text lines (printed at the end of train.py and by this script). Columns are
+    the pooled k's (1 and the k's of best@k); whole-rollout rows leave k = 1 empty for multi-answer models."""
+    ks = [int(k) for k in metrics["pooled_best@k"]]
+    lines = [f"{label:<15}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
+    names = {"best@k": "best@k", "pooled_best@k": "best@k pooled", "E_w[best@k]": "E_w[best@k]",
+             "pass@k": "pass@k", "pass_hidden@k": "pass_hidden@k"}
+    for key, name in names.items():
         if key in metrics:
-            lines.append(f"{key:<12}" + "".join(f"{metrics[key][k]:>9.3f}" for k in ks))
+            values = {int(k): v for k, v in metrics[key].items()}
+            lines.append(f"{name:<15}" + "".join(f"{values[k]:>8.3f}" if k in values else f"{'':>8}" for k in ks))
+    means = "  ".join(f"{name} {v:.2f}" for name, v in metrics["dim_means"].items())
+    prompted = "" if metrics.get("prompt_weights") is None else \
+        f"; prompted with w = {[round(w, 2) for w in metrics['prompt_weights']]}"
     lines.append(f"diversity {metrics['diversity']:.3f}  deploy reward {metrics['deploy_reward']:.3f}  "
-                 f"distinct {metrics['distinct_rate']:.3f}  valid {metrics['valid_rate']:.3f}  "
-                 f"(m={metrics['m']}, {metrics['problems']} problems x {metrics['answers_per_problem']} answers, "
-                 f"T={metrics['temperature']})")
+                 f"distinct {metrics['distinct_rate']:.3f}  valid {metrics['valid_rate']:.3f}  Pareto-optimal "
+                 f"{metrics['pareto_frac']:.3f} ({metrics['pareto_distinct']:.1f} distinct)")
+    lines.append(f"mean reward: {means}  (m={metrics['m']}, {metrics['problems']} problems x "
+                 f"{metrics['answers_per_problem']} answers, T={metrics['temperature']}{prompted})")
     return "\n".join(lines)
 
 

@@ -28,8 +28,11 @@ def demonstration_batch(task, args, step, device):
     prompts, rows = [], []
     for p in problems:
         m = int(rng.choice([1, args.num_answers]))
-        prompts.append(prompt_ids(task, p, m))
-        rows.append(tok.encode_special(task.demonstration(p, m, rng)) + [tok.END_ID])
+        # half the prompts carry a goal-conditioned weights line (w ~ Dir(1)) that the demonstration ignores, so
+        # every base reads such prompts (goal_cond) without having been shown how to use them
+        w = rng.dirichlet(np.ones(task.dim)) if task.dim > 1 and rng.random() < 0.5 else None
+        prompts.append(prompt_ids(task, p, m, w))
+        rows.append(tok.encode_special(task.demonstration(p, m, rng, style=args.warm_start)) + [tok.END_ID])
     T = max(map(len, rows))
     tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows], device=device)
     mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows], device=device)

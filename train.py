@@ -41,7 +41,9 @@ from sft import sft_step, step_seed
 from tasks import TASKS
 from tasks import tokenizer as tok
 
-ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "gdpo", "maxrl")
+ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "goal_cond", "max_at_k", "gdpo", "maxrl")
+WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
+BASE_FORMAT = 2  # bump when the warm start's code changes what it trains (2: goal lines, maze corners design)
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
 RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every")  # what --resume may change
 POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
@@ -79,6 +81,10 @@ def get_parser():
     a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
                    help="peak learning rate (warmup, cosine to 10%%)")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
+    a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
+                   help="demonstrations: diverse (answers that cover the trade-offs) or routes (maze: valid routes "
+                        "chosen without looking at the items, so the base is never shown which routes score well); "
+                        "auto: routes where the task has them (the paper's regime), else diverse")
     a = p.add_argument_group("RL")
     a.add_argument("--steps", type=COUNT, default=150, help="RL steps")
     a.add_argument("--batch_size", type=COUNT, default=8, help="prompts per step")
@@ -90,10 +96,15 @@ def get_parser():
     a.add_argument("--num_weights", type=COUNT, default=100, help="N: weight draws per prompt (VPO)")
     a.add_argument("--alpha", type=POSITIVE, default=1.0, help="Dirichlet concentration of the weights")
     a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
+    a.add_argument("--max_at_k", type=int, default=None, help="k of --algo max_at_k (default max(2, G // 2), < G)")
     a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
     a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5,
-                   help="AdamW learning rate (constant after 10 warmup steps)")
-    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.0, help="AdamW weight decay (warm start too)")
+                   help="AdamW learning rate of RL (constant after --warmup_steps, as the authors')")
+    a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup of RL, in steps")
+    a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999,
+                   help="AdamW beta2 of RL (the authors' 0.999; the warm start uses 0.95)")
+    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01,
+                   help="AdamW weight decay of RL (the authors' 0.01; the warm start uses none)")
     a.add_argument("--temperature", type=POSITIVE, default=1.0, help="rollout sampling temperature")
     a.add_argument("--kl_coef", type=NONNEGATIVE, default=1e-3, help="k3 KL to the frozen base, as a loss term")
     a.add_argument("--clip", type=POSITIVE, default=0.2, help="PPO clip range (low and high)")
@@ -135,18 +146,34 @@ def check_args(args):
         raise UsageError(f"--minibatches ({args.minibatches}) must divide the {rollouts} rollouts of a step")
 
 
-def check_fits(task, m, block_size, label="--num_answers"):
-    """The longest prompt plus m answers must fit the model's block; demonstrations for m must exist."""
+def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
+    """The longest prompt (with a goal-conditioned weights line, which the warm start shows too) plus m answers
+    must fit the model's block; demonstrations for m must exist."""
     probe = task.problems("train", 32, seed=0) + task.problems("test", 32, seed=0)
-    longest = max(len(prompt_ids(task, p, m)) for p in probe)
+    longest = max(len(prompt_ids(task, p, m, task.deploy_weights)) for p in probe)
     need = longest + task.max_new_tokens(m)
     if need > block_size:
         raise UsageError(f"{label} {m}: prompts of up to {longest} tokens plus {task.max_new_tokens(m)} answer "
                          f"tokens exceed the block size {block_size}")
     try:
-        task.demonstration(probe[0], m, np.random.default_rng(0))
+        task.demonstration(probe[0], m, np.random.default_rng(0), style=style)
     except ValueError as e:
         raise UsageError(f"{label} {m}: {e}") from None
+
+
+def check_method(args, task):
+    """What the method needs of the task: weights to draw (D >= 2), a k below the group size, a warm-start style."""
+    if args.warm_start == "auto":
+        args.warm_start = "routes" if "routes" in task.demo_styles else "diverse"
+    if args.warm_start not in task.demo_styles:
+        raise UsageError(f"--warm_start {args.warm_start}: task {args.task} has {', '.join(task.demo_styles)}")
+    if args.algo in ("goal_cond", "random_weight", "vpo") and task.dim < 2:
+        raise UsageError(f"--algo {args.algo} draws weight vectors over the reward dimensions; task {args.task} "
+                         f"has only {task.dim}")
+    G = group_size(args)
+    k = max(2, G // 2) if args.max_at_k is None else args.max_at_k  # the authors' default
+    if args.algo == "max_at_k" and not 1 <= k < G:
+        raise UsageError(f"--max_at_k must be in [1, G) with G = {G} rollouts per prompt, got {k}")
 
 
 def group_size(args):
@@ -155,8 +182,9 @@ def group_size(args):
 
 
 # ---------------------------------------------------------------------------------------------------- RL
-def advantages(args, task, rewards, mask, generator):
-    """One scalar advantage per rollout (B, G) and the per-rollout score it normalized, by method."""
+def advantages(args, task, rewards, mask, generator, goal_weights=None):
+    """One scalar advantage per rollout (B, G) and the per-rollout score it normalized, by method.
+    goal_weights (B, D): the weights goal_cond wrote into each prompt; its reward is w_b^T r."""
     w_star = task.deploy_weights
     if args.algo == "vpo":
         return vpo.vpo_advantages(rewards, mask, args.num_weights, args.alpha, generator,
@@ -167,22 +195,36 @@ def advantages(args, task, rewards, mask, generator):
         return vpo.grpo_advantages(rewards, w_star, scale=args.scale)
     if args.algo == "random_weight":
         return vpo.random_weight_advantages(rewards, args.alpha, generator, scale=args.scale)
+    if args.algo == "goal_cond":  # the random-weight reward with the weights in the prompt too
+        s = (rewards[:, :, 0] * goal_weights[:, None, :].to(rewards)).sum(-1)       # w_b^T r: (B, G)
+        return vpo.group_normalize(s, args.scale), s
+    if args.algo == "max_at_k":
+        return vpo.max_at_k_advantages(rewards, w_star, k=args.max_at_k, scale=args.scale)
     if args.algo == "gdpo":
-        return vpo.gdpo_advantages(rewards, w_star, scale=args.scale)
+        return vpo.gdpo_advantages(rewards, w_star)
     return vpo.maxrl_advantages(rewards, w_star)
+
+
+def eval_weights(args, task):
+    """What a goal-conditioned policy is prompted with at evaluation: the deployment weights w* (None otherwise)."""
+    return task.deploy_weights if args.algo == "goal_cond" else None
 
 
 def rl_step(model, train_model, ref_model, opt, task, args, step, generators, log_weights, device):
     """Sample, score, estimate advantages, and one PPO epoch over the step's rollouts. -> a log dict."""
     t0 = time.perf_counter()
     m, G = answers_per_rollout(args), group_size(args)
-    for group in opt.param_groups:
-        group["lr"] = args.lr * min(1.0, (step + 1) / 10)
+    for group in opt.param_groups:  # constant (the authors'), after an optional linear warmup
+        group["lr"] = args.lr * min(1.0, (step + 1) / max(args.warmup_steps, 1))
     problems = task.problems("train", args.batch_size, seed=step_seed(args.seed, 3, step))
     model.eval()
-    gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, args.temperature, generators["sample"])
+    goal = None
+    if args.algo == "goal_cond":  # w_b ~ Dir(1) per prompt, written into the prompt text
+        goal = vpo.sample_weights(len(problems), 1, task.dim, 1.0, generators["weights"])[:, 0]   # (B, D)
+    gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, args.temperature, generators["sample"],
+                                                 weights=goal)
     model.train()
-    adv, _ = advantages(args, task, rewards, mask, generators["weights"])           # (B, G)
+    adv, _ = advantages(args, task, rewards, mask, generators["weights"], goal)     # (B, G)
     adv = adv.to(device).reshape(-1)                                                 # one per rollout (R,)
     amp = args.dtype != "float32"                                                    # bf16 autocast on CUDA
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
@@ -220,8 +262,9 @@ def base_dir(args, device):
     """The warm-start cache entry for this task, model and every setting the supervised phase reads
     (precision as resolved on this device; not --compile or the device type, which change only rounding)."""
     keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
-            "base_seed", "num_answers", "weight_decay", "grad_clip")
+            "base_seed", "num_answers", "warm_start", "grad_clip")
     key = {k: getattr(args, k) for k in keys}
+    key["format"] = BASE_FORMAT
     key["task_opt"] = parse_task_options(args.task_opt)
     key["bf16"] = device.type == "cuda" and args.dtype != "float32"
     digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
@@ -248,7 +291,10 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
     Checkpoints (directory/ckpt_name) every --ckpt_every steps, at evaluations and at the end."""
     sft = args.algo == "sft"
     total = args.sft_steps if sft else args.steps
-    opt = model.configure_optimizer(args.sft_lr if sft else args.lr, args.weight_decay, device_type=device.type)
+    if sft:  # the warm start: AdamW (0.9, 0.95), no weight decay, warmup + cosine (sft.py)
+        opt = model.configure_optimizer(args.sft_lr, 0.0, (0.9, 0.95), device_type=device.type)
+    else:    # RL: the authors' AdamW (0.9, 0.999), weight decay 0.01, constant learning rate
+        opt = model.configure_optimizer(args.lr, args.weight_decay, (0.9, args.beta2), device_type=device.type)
     generators = {"sample": torch.Generator(device=device).manual_seed(step_seed(args.seed, 4)),
                   "weights": torch.Generator().manual_seed(step_seed(args.seed, 5))}
     start = 0
@@ -293,7 +339,8 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
         if step + 1 == total:
             break
         if args.eval_every and (step + 1) % args.eval_every == 0:
-            metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature)
+            metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature,
+                                  weights=eval_weights(args, task))
             with open(os.path.join(directory, "eval.jsonl"), "a") as f:
                 f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
             checkpoint(step + 1)
@@ -311,10 +358,11 @@ def finish(args, task, model, directory, seconds, device):
     problems = task.problems("test", args.eval_problems, seed=0)
     t0 = time.perf_counter()
     label = f"{args.algo}{' (matched budget)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
-    results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature)}
+    goal = eval_weights(args, task)
+    results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal)}
     if args.init_path:  # the same evaluation of the starting point: what did RL change?
         results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
-                                   args.eval_temperature)
+                                   args.eval_temperature, weights=goal)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
              "args": vars(args)}
@@ -357,8 +405,9 @@ def prepare(argv):
         model = load_init(args.init, device)
     if model is not None:  # the block size is the model's
         args.block_size = model.config.block_size
-    check_fits(task, 1, args.block_size, "--block_size")
-    check_fits(task, args.num_answers, args.block_size)
+    check_method(args, task)
+    check_fits(task, 1, args.block_size, "--block_size", args.warm_start)
+    check_fits(task, args.num_answers, args.block_size, style=args.warm_start)
     if args.resume:
         return args, task, model.to(device), directory, device, state
     if os.path.lexists(directory):
