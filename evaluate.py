@@ -133,8 +133,10 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                 acc[f"best@{k}"].append(vpo.best_at_k(deploy, k, mask=a))
                 acc[f"pass@{k}"].append(vpo.best_at_k(solved.double(), k))
                 acc[f"E_w[best@{k}"].append(vpo.expected_best_at_k(r, k, weights_n, mask=a))
-            for k in pooled_ks:  # all n_roll * m answers in one pool, rollout boundaries ignored
-                acc[f"pooled@{k}"].append(vpo.best_at_k(deploy, k, mask=a, pooled=True))
+            # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
+            slots, written = slot_rewards(r, a, answers), torch.tensor([[y != "" for y in ys] for ys in answers])
+            for k in pooled_ks:
+                acc[f"pooled@{k}"].append(vpo.best_at_k(slots @ w_star, k, mask=written, pooled=True))
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
@@ -142,14 +144,14 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                     acc[f"pass_hidden@{k}"].append(vpo.best_at_k(solved_h.double(), k))
             solved_counts.append(int(solved.sum()))
             flat = [y for ys in answers for y in ys if y]
-            pareto = vpo.pareto_metrics(r, mask=a)
+            pareto = vpo.pareto_metrics(slots, mask=written)
             rows["diversity"].append(vpo.diversity(r, mask=a))
-            rows["deploy_reward"].append(float((slot_rewards(r, a, answers) @ w_star).mean()))
+            rows["deploy_reward"].append(float((slots @ w_star).mean()))
             rows["distinct_rate"].append(len(set(flat)) / (n_roll * m))
             rows["valid_rate"].append(len(flat) / (n_roll * m))
             rows["pareto_frac"].append(pareto["pareto_frac"])
             rows["pareto_distinct"].append(pareto["pareto_distinct"])
-            dim_means.append(pareto["dim_means"])
+            dim_means.append(pareto["dim_mean"])
             if len(pools) < num_pools:
                 pools.append(r[a].numpy())
     model.train(was_training)
