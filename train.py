@@ -224,7 +224,7 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
     gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, args.temperature, generators["sample"],
                                                  weights=goal)
     model.train()
-    adv, _ = advantages(args, task, rewards, mask, generators["weights"], goal)     # (B, G)
+    adv, scores = advantages(args, task, rewards, mask, generators["weights"], goal)   # (B, G) each
     adv = adv.to(device).reshape(-1)                                                 # one per rollout (R,)
     amp = args.dtype != "float32"                                                    # bf16 autocast on CUDA
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
@@ -252,7 +252,7 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
             "diversity": float(np.mean([vpo.diversity(rewards[b], mask=mask[b]) for b in range(len(problems))])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
-            "zero_var_frac": float((adv.view(-1, G) == 0).all(dim=1).float().mean()),
+            "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
             "valid_rate": float(mask.float().mean()), "completion_tokens": float(tmask.sum(1).float().mean()),
             "tokens_per_s": float(tmask.sum()) / seconds, "step_seconds": seconds}
 
