@@ -96,7 +96,8 @@ def done(tmp_path_factory):
     (["--batch_size", "9000"], "n must be an int in [0, 8778]"),          # more than toy's train problems
     (["--task_opt", "compromise=0.5", "--task_opt", "compromise=0.7"], "given twice"),
     (["--task_opt", "compromise=2"], "compromise must be in [0, 1]"),
-    (["--task", "maze", "--task_opt", "max_moves=1"], "found only 0 of 1 mazes"),  # as size=21, faster
+    (["--task", "maze", "--task_opt", "max_moves=1"], "no valid maze"),  # refused when the task is built
+    (["--task", "maze", "--task_opt", "size=21"], "--task_opt"),
     (["--run_name", "a/b"], "--run_name"), (["--run_name", ".."], "--run_name"), (["--run_name", "."], "--run_name"),
     (["--run_name", "base"], "--run_name"), (["--run_name", "BASE"], "--run_name"), (["--run_name", ""], "--run_name"),
     (["--run_name", "x" * 300], "--run_name"), (["--run_name", "..", "--overwrite"], "--run_name"),
@@ -169,7 +170,7 @@ def test_the_cache_key_covers_every_setting_the_warm_start_reads(tmp_path):
                   "seed",                # seeds the RL generators, which the supervised steps never draw from
                   "compile",             # the same arithmetic, up to rounding (as the device type)
                   "eval_every", "ckpt_every", "eval_problems", "eval_answers", "eval_temperature", "quiet"}
-    args = train.get_parser().parse_args(TINY + ["--sft_steps", "1"])
+    args = train.get_parser().parse_args(TINY + ["--sft_steps", "1", "--warm_start", "diverse"])
     args = Recorder(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
     cpu = torch.device("cpu")
     train.train(args, get_task("toy"), train.new_model(args, cpu), str(tmp_path), cpu, quiet=True)

@@ -42,13 +42,22 @@ HAND = {  # worked out by hand from SCRIPTS (w*^T r: L .5, R .5, M .6, H 1, x 0)
         "pass@k": {1: 0.25, 2: 5 / 12, 3: 0.5},
         "pass_hidden@k": {1: 1 / 8, 2: 1 / 4, 3: 3 / 8},
         "deploy_reward": 3.6 / 8, "distinct_rate": (4 / 4 + 2 / 4) / 2, "valid_rate": (4 / 4 + 3 / 4) / 2,
-        "diversity": (7 / 6 + 4 / 3) / 2, "solved_per_problem": [2, 0], "pool_sizes": [4, 3]},
+        "diversity": (7 / 6 + 4 / 3) / 2, "solved_per_problem": [2, 0], "pool_sizes": [4, 3],
+        # written answers: p0 L M x H (H dominates), p1 R R L (all on the front; repeats do not dominate)
+        "pareto_frac": (1 / 4 + 3 / 3) / 2, "pareto_distinct": (1 + 2) / 2,
+        "dim_means": {"a": (2.6 / 4 + 1 / 3) / 2, "b": (1.6 / 4 + 2 / 3) / 2},
+        # pooled slots (w*^T r, a missing answer 0): p0 .5 .6 0 1, p1 0 .5 .5 .5
+        "pooled_best@k": {1: (2.1 / 4 + 1.5 / 4) / 2, 2: ((.6 + .5 + 1 + .6 + 1 + 1) / 6 + .5) / 2,
+                          3: ((.6 + 1 + 1 + 1) / 4 + .5) / 2}},
     3: {"best@k": {3: (2 / 3 + 1.1 / 3) / 2, 6: (2.5 / 3 + 1.7 / 3) / 2},
         "pass@k": {3: 1 / 3, 6: 2 / 3},
         "pass_hidden@k": {3: 1 / 6, 6: 1 / 3},
         "deploy_reward": (4.1 / 9 + 2.3 / 9) / 2,            # the repeated L, R and M count their reward
         "distinct_rate": (5 / 9 + 3 / 9) / 2, "valid_rate": (8 / 9 + 7 / 9) / 2, "solved_per_problem": [2, 1],
-        "pool_sizes": [6, 3]},
+        "pool_sizes": [6, 3],
+        # written answers: p0 L M H L L x R R (H dominates), p1 x x x R M M M (front: R and the three M)
+        "pareto_frac": (1 / 8 + 4 / 7) / 2, "pareto_distinct": (1 + 2) / 2,
+        "dim_means": {"a": (4.6 / 8 + 1.8 / 7) / 2, "b": (3.6 / 8 + 2.8 / 7) / 2}},
 }
 
 
@@ -79,7 +88,8 @@ def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
     n_roll = -(-answers // m)                                # 8 answers of m = 3: 3 rollouts, 9 answers
     calls, drawn = [], []
 
-    def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator, top_p=None):
+    def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator, top_p=None, weights=None):
+        assert weights is None                                # plain prompts (goal_cond passes w*)
         calls.append((m_, num_samples, temperature))
         texts = [t for p in problems for t in SCRIPTS[m][p]]
         assert num_samples == len(SCRIPTS[m][problems[0]])
@@ -110,3 +120,22 @@ def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
     if "diversity" in hand:
         assert metrics["diversity"] == pytest.approx(hand["diversity"], abs=1e-6)
     assert [len(p) for p in pools] == hand["pool_sizes"]                # valid answers of each problem
+    for key in ("pareto_frac", "pareto_distinct"):
+        assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key
+    assert metrics["dim_means"] == pytest.approx(hand["dim_means"], abs=1e-6)
+    pooled = pooled_brute_force(task, m, sorted({1, *ks}))
+    assert metrics["pooled_best@k"] == pytest.approx(pooled, abs=1e-6)
+    if "pooled_best@k" in hand:
+        assert metrics["pooled_best@k"] == pytest.approx(hand["pooled_best@k"], abs=1e-6)
+
+
+def pooled_brute_force(task, m, ks):
+    """The authors' best@k: every answer slot of every rollout in one pool (a repeat scores its reward, a missing
+    answer 0), the mean over every k-subset of the pool of its best w*^T r."""
+    out = {k: 0.0 for k in ks}
+    for texts in SCRIPTS[m].values():
+        slots = [([a.strip() for a in t.split(SEP)][:m] + [""] * m)[:m] for t in texts]
+        scores = [float(task.score(None, a) @ task.deploy_weights) if a else 0.0 for ans in slots for a in ans]
+        for k in ks:
+            out[k] += np.mean([max(sub) for sub in itertools.combinations(scores, k)]) / len(SCRIPTS[m])
+    return out
