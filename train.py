@@ -195,9 +195,8 @@ def advantages(args, task, rewards, mask, generator, goal_weights=None):
         return vpo.grpo_advantages(rewards, w_star, scale=args.scale)
     if args.algo == "random_weight":
         return vpo.random_weight_advantages(rewards, args.alpha, generator, scale=args.scale)
-    if args.algo == "goal_cond":  # the random-weight reward with the weights in the prompt too
-        s = (rewards[:, :, 0] * goal_weights[:, None, :].to(rewards)).sum(-1)       # w_b^T r: (B, G)
-        return vpo.group_normalize(s, args.scale), s
+    if args.algo == "goal_cond":  # the random-weight reward, with the weights written into the prompt too
+        return vpo.random_weight_advantages(rewards, scale=args.scale, weights=goal_weights)
     if args.algo == "max_at_k":
         return vpo.max_at_k_advantages(rewards, w_star, k=args.max_at_k, scale=args.scale)
     if args.algo == "gdpo":

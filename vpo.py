@@ -195,10 +195,17 @@ def multi_rlvr_advantages(rewards, answer_mask, deploy_weights, reduce="sum", sc
     return group_normalize(s, scale), s
 
 
-def random_weight_advantages(rewards, alpha=1.0, generator=None, scale="group"):
-    """Random-weighting GRPO: s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group shared by its G rollouts."""
+def random_weight_advantages(rewards, alpha=1.0, generator=None, scale="group", weights=None):
+    """Random-weighting GRPO: s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group shared by its G rollouts.
+
+    weights (B, D) fixes the w_b: goal-conditioned GRPO draws them itself and writes them into the prompts."""
     rewards = _single_answer(rewards)                                                # (B, G, D)
-    w = sample_weights(rewards.shape[0], 1, rewards.shape[2], alpha, generator).to(rewards)   # (B, 1, D)
+    if weights is None:
+        w = sample_weights(rewards.shape[0], 1, rewards.shape[2], alpha, generator).to(rewards)   # (B, 1, D)
+    else:
+        w = torch.as_tensor(weights).to(rewards)[:, None]
+        _check(w.shape == (rewards.shape[0], 1, rewards.shape[2]), "weights", f"shape (B, D) = "
+               f"{(rewards.shape[0], rewards.shape[2])}", tuple(w.shape[::2]))
     s = (rewards * w).sum(dim=-1)                                                    # (B, G)
     return group_normalize(s, scale), s
 

@@ -23,7 +23,8 @@ from tasks.toy import ToyTask
 MODEL = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96", "--quiet"]
 RL = ["--batch_size", "2", "--group_size", "4", "--eval_every", "0", "--eval_problems", "2", "--eval_answers", "48"]
 ESTIMATORS = {"vpo": "vpo_advantages", "multi_rlvr": "multi_rlvr_advantages", "grpo": "grpo_advantages",
-              "random_weight": "random_weight_advantages", "gdpo": "gdpo_advantages", "maxrl": "maxrl_advantages"}
+              "random_weight": "random_weight_advantages", "gdpo": "gdpo_advantages", "maxrl": "maxrl_advantages",
+              "goal_cond": "random_weight_advantages", "max_at_k": "max_at_k_advantages"}
 
 
 def scripted_score(self, problem, answer):
@@ -65,17 +66,19 @@ def expected_loss_mask(tokens):
 
 
 @pytest.mark.parametrize("algo,extra", [("vpo", []), ("multi_rlvr", []), ("grpo", []), ("grpo", ["--match_budget"]),
-                                        ("random_weight", []), ("gdpo", []), ("maxrl", [])])
+                                        ("random_weight", []), ("gdpo", []), ("maxrl", []), ("goal_cond", []),
+                                        ("max_at_k", [])])
 def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch, algo, extra):
     """One RL step at T = 0.7 in 2 minibatches, with everything that reaches vpo.policy_loss captured:
     the estimator --algo names ran (once), row b*G+g carries group b's rollout g advantage, the loss mask ends
     at each row's <|end|>, and before the first update the training, old and reference log-probs all equal the
     log-probs the sampler drew the tokens with (at T = 0.7, not 1)."""
-    rollouts, estimates, losses = [], [], []
+    rollouts, estimates, losses, goal_weights = [], [], [], []
     real_rollout = train.rollout
     monkeypatch.setattr(train, "rollout", lambda *a, **k: rollouts.append(real_rollout(*a, **k)) or rollouts[-1])
-    for name in ESTIMATORS.values():
+    for name in sorted(set(ESTIMATORS.values())):
         def record(*a, _name=name, _f=getattr(vpo, name), **k):
+            goal_weights.append(k.get("weights"))
             estimates.append((_name, a, _f(*a, **k)))
             return estimates[-1][2]
         monkeypatch.setattr(vpo, name, record)
@@ -98,6 +101,14 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
     if algo in ("vpo", "multi_rlvr"):
         assert torch.equal(args[1], answer_mask)
     assert adv.shape == (B, G) and (adv != 0).any(), "a run without advantages cannot show the wiring"
+    prompts = [tok.decode(p) for p in rollouts[0][1]]
+    if algo == "goal_cond":  # the weights the reward used are the ones written into that prompt
+        w = goal_weights[0]
+        assert w.shape == (B, 2) and torch.allclose(w.sum(1), torch.ones(B))
+        for b in range(B):
+            assert prompts[b].endswith(f"weights {w[b, 0]:.2f} {w[b, 1]:.2f}\n"), prompts[b]
+    else:
+        assert goal_weights == [None] and not any("weights" in p for p in prompts)
     # (b) row r = b*G + g of the loss gets group b's rollout g advantage
     fed = torch.cat([c["advantages"] for c in losses])
     assert torch.equal(fed.cpu(), adv.reshape(-1).to(fed.dtype).cpu())
