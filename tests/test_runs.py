@@ -98,6 +98,12 @@ def done(tmp_path_factory):
     (["--task_opt", "compromise=2"], "compromise must be in [0, 1]"),
     (["--task", "maze", "--task_opt", "max_moves=1"], "no valid maze"),  # refused when the task is built
     (["--task", "maze", "--task_opt", "size=21"], "--task_opt"),
+    (["--task", "maze", "--task_opt", "slack=40"], "--task_opt"),          # both corners would fit the budget
+    (["--algo", "max_at_k", "--max_at_k", "4"], "--max_at_k"),             # k >= G = 4
+    (["--algo", "max_at_k", "--group_size", "2"], "--max_at_k"),           # the default k = 2 >= G
+    (["--algo", "max_at_k", "--max_at_k", "0"], "--max_at_k"),
+    (["--warm_start", "routes"], "--warm_start"),                          # the toy task has diverse only
+    (["--warm_start", "blind"], "invalid choice"),
     (["--run_name", "a/b"], "--run_name"), (["--run_name", ".."], "--run_name"), (["--run_name", "."], "--run_name"),
     (["--run_name", "base"], "--run_name"), (["--run_name", "BASE"], "--run_name"), (["--run_name", ""], "--run_name"),
     (["--run_name", "x" * 300], "--run_name"), (["--run_name", "..", "--overwrite"], "--run_name"),
@@ -427,3 +433,14 @@ def test_library_modules_never_import_a_command():
                 assert name.split(".")[0] not in commands, (path, name)
                 assert not (path != "runs.py" and isinstance(node, ast.ImportFrom) and name == "evaluate"
                             and "load_run" in [a.name for a in node.names]), path
+
+
+def test_weight_drawing_methods_need_two_reward_dimensions():
+    """goal_cond, random_weight and vpo draw w over the D reward dimensions: a task with D = 1 is refused."""
+    class OneDim:
+        dim, demo_styles = 1, ("diverse",)
+    for algo in ("goal_cond", "random_weight", "vpo"):
+        args = train.get_parser().parse_args(TINY + ["--algo", algo])
+        with pytest.raises(runs.UsageError, match="--algo"):
+            train.check_method(args, OneDim())
+    train.check_method(train.get_parser().parse_args(TINY + ["--algo", "grpo"]), OneDim())
