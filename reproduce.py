@@ -82,7 +82,7 @@ def task_tables(task, summaries, out):
     """Markdown tables and figures for one task. summaries: {label: [summary per seed]}."""
     labels = [label for label in METHODS if summaries.get(label)]
     first = summaries[labels[0]][0]
-    ks = sorted(int(k) for k in first["metrics"]["best@k"])
+    ks = sorted(set.intersection(*(set(map(int, r["metrics"]["best@k"])) for lb in labels for r in summaries[lb])))
     lines = [f"### {task}: best@k on {first['metrics']['problems']} held-out problems "
              f"(mean ± std over seeds; k counts answers)", "",
              "| method | seeds | " + " | ".join(f"k={k}" for k in ks) + " | slope per doubling | E_w[best@48] | "
