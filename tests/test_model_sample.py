@@ -177,22 +177,25 @@ def test_pack_places_prompts_and_completions():
 
 
 # ----------------------------------------------------------------------------------------------- sampler
-def test_cached_sampler_equals_naive_at_temperature_zero():
+@pytest.mark.parametrize("static", [False, True])
+def test_cached_sampler_equals_naive_at_temperature_zero(static):
     model = make_model(5)
     prompts = random_prompts(6, seed=5, lo=1, hi=15)
-    a = generate(model, prompts, 20, num_samples=2, temperature=0)
+    a = generate(model, prompts, 20, num_samples=2, temperature=0, static=static)
     b = generate_naive(model, prompts, 20, num_samples=2, temperature=0)
     assert a.tokens.shape == (12, 20)
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
 
 
-def test_cached_sampler_equals_naive_with_stop_token():
-    """Greedy rows of different prompts stop at different steps; tokens, masks and trimming agree."""
+@pytest.mark.parametrize("static,check_every", [(False, 1), (False, 5), (True, 1), (True, 7)])
+def test_cached_sampler_equals_naive_with_stop_token(static, check_every):
+    """Greedy rows of different prompts stop at different steps; tokens, masks and trimming agree, whether the
+    all-stopped check runs every token or every few, on the eager and on the fixed-shape (static) decode."""
     model = make_model(6)
     prompts = random_prompts(8, seed=6)
     greedy = generate(model, prompts, 24, temperature=0).tokens
     stop = int(greedy[0, 3])  # a token row 0 emits at step 3: some rows stop early, others not at all
-    a = generate(model, prompts, 24, temperature=0, stop_token=stop)
+    a = generate(model, prompts, 24, temperature=0, stop_token=stop, static=static, check_every=check_every)
     b = generate_naive(model, prompts, 24, temperature=0, stop_token=stop)
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
     assert a.lengths[0] <= 4 and len(set(a.lengths.tolist())) > 1
@@ -210,6 +213,25 @@ def test_logprobs_are_those_of_a_full_forward():
             logp = model(seq)[0, len(p) - 1:-1].log_softmax(-1)
         ref = logp.gather(1, out.tokens[r][:, None]).squeeze(1)
         torch.testing.assert_close(out.logprobs[r], ref, atol=1e-4, rtol=1e-4)
+
+
+def test_static_decode_equals_eager_when_sampling():
+    """Seeded sampling until every row has stopped (at different steps): the fixed-shape decode draws the same
+    tokens with the same log-probs as the eager one, and a late all-stopped check (every 8 tokens) changes no
+    output: the result still ends at the last row's stop."""
+    model = GPT(CFG).eval()
+    model.lm_head = torch.nn.Linear(CFG.n_embd, CFG.vocab_size)  # untied, with a bias making <|end|> likely
+    with torch.no_grad():
+        model.lm_head.weight.copy_(model.wte.weight)
+        model.lm_head.bias.zero_()[tok.END_ID] = 4.0                # about 1 in 6 per step
+    prompts = random_prompts(5, seed=12, lo=1, hi=10)
+    run = lambda **kw: generate(model, prompts, 40, num_samples=3, stop_token=tok.END_ID,
+                                generator=torch.Generator().manual_seed(3), **kw)
+    a = run()
+    assert a.tokens.shape[1] < 40 and len(set(a.lengths.tolist())) > 1
+    for other in (run(check_every=8), run(static=True), run(static=True, check_every=8)):
+        assert torch.equal(a.tokens, other.tokens) and torch.equal(a.mask, other.mask)
+        torch.testing.assert_close(a.logprobs, other.logprobs, atol=1e-5, rtol=1e-5)
 
 
 def test_rows_of_one_prompt_sample_their_own_first_token():
