@@ -110,10 +110,10 @@ class KVCache:
         return self.first_pos + steps[None]
 
     def advance(self, T):
-        if self.prefilled:
+        if self.prefilled and self.static:
+            self.step += T      # a device tensor: no Python value that changes from step to step
+        elif self.prefilled:
             self.length += T
-            if self.static:
-                self.step += T
         self.prefilled = True
 
     def attend(self, layer, q, k, v, dropout_p=0.0):
