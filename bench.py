@@ -245,6 +245,12 @@ def bench_rl_peer(args, device):
     peer_args = argparse.Namespace(**{**vars(args), "minibatches": 1})
     t_peer = time_rl("peer step (8 x 8 x 64 new, prompts 32, no ref, 1 update)", model, None, peer_prompts, 8, 64,
                      None, peer_score, peer_args, device)
+    # the FLOPs of this step: 64 rows x 64 sampled tokens, then one forward (8 prompts x 31 + 64 rows x 64
+    # tokens) and its backward (2x the forward)
+    gen_flops = 64 * sum(model.flops_per_token(32 + t) for t in range(64))
+    fwd_flops = (8 * 31 + 64 * 64) * model.flops_per_token(32 + 32)
+    floor = (gen_flops + 3 * fwd_flops) / matmul_flops_per_s(device)
+    print(f"FLOP floor of this step at this machine's matmul rate: {floor:.3f} s ({t_peer / floor:.1f}x)")
     print(f"rl step (peer shape): {t_peer:.3f} s")
 
 

@@ -86,7 +86,8 @@ class KVCache:
         self.prefilled, self.length, self.max_new_tokens, self.static = False, 0, max_new_tokens, static
         # computed once per generate call, not per layer or step:
         self.first_pos = (prompt_len - self.start).repeat_interleave(S)[:, None]           # (R, 1)
-        self.prefix_hidden = (torch.arange(prompt_len, device=device) < self.start[:, None])[:, None, None, None]
+        hidden = (torch.arange(prompt_len, device=device) < self.start[:, None])[:, None, None, None]  # pad slots
+        self.prefix_hidden = hidden if bool(hidden.any()) else None                     # None: prompts of one length
         self.step = torch.zeros((), dtype=torch.long, device=device)  # static: tokens decoded so far
         self.slots = torch.arange(max_new_tokens, device=device)
         self.mask = None
@@ -105,6 +106,9 @@ class KVCache:
             return self.first_pos + self.step
         if self.length + T > self.max_new_tokens:
             raise ValueError(f"KV cache overflow: {self.length} + {T} > max_new_tokens={self.max_new_tokens}")
+        if T == 1:  # one new token sees all of its row's earlier tokens: no mask
+            self.mask = None
+            return self.first_pos + self.length
         steps = torch.arange(self.length, self.length + T, device=self.start.device)    # (T,)
         self.mask = torch.arange(self.length + T, device=steps.device)[None, :] > steps[:, None]  # True = hidden
         return self.first_pos + steps[None]
@@ -138,9 +142,10 @@ class KVCache:
         q = q * hd ** -0.5
         # softmax over [prompt keys, own keys] jointly; the S rows of a prompt query its keys together
         sp = (q.reshape(P, H, S * T, hd) @ kp.transpose(-1, -2)).view(P, H, S, T, Tp)
-        sp = sp.masked_fill(self.prefix_hidden, -math.inf)
+        if self.prefix_hidden is not None:
+            sp = sp.masked_fill(self.prefix_hidden, -math.inf)
         so = q @ ks.transpose(-1, -2)                                                    # (P, H, S, T, e)
-        if self.static or T > 1:  # (eager, T = 1: one new token sees all of its row's earlier tokens)
+        if self.mask is not None:
             so = so.masked_fill(self.mask, -math.inf)
         a = torch.cat([sp, so], dim=-1).softmax(dim=-1).to(q.dtype)
         ap, ao = a[..., :Tp], a[..., Tp:]
@@ -176,7 +181,8 @@ class SharedPrefix:
 
     def attend(self, layer, q, k, v, dropout_p=0.0):
         if not self.prefilled:
-            self.keys.append(k), self.values.append(v)
+            self.keys.append(k)
+            self.values.append(v)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p)
         if self.prompt_len:  # the prompt's keys, gathered per row (backward sums the G rows' gradients)
             k = torch.cat([self.keys[layer][self.owner], k], dim=2)                       # (R, H, Tp + T, hd)

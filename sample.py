@@ -12,9 +12,13 @@ values stay in the cache once and are shared by the num_samples rows of each pro
 of the P * num_samples rows samples its own first token from the prefill logits (a shared first token would give every rollout of a group the same start). Each step feeds one
 token per row; a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later
 tokens are masked out. The mask comes from positions (the index of each row's first stop), never from ids.
+The loop reads back from the device only whether all rows have stopped, every check_every tokens; masks and
+positions are computed once per call (model.KVCache), and the head runs in fp32. static=True gives a decode step
+of fixed shapes for torch.compile or CUDA graphs (opt-in; on CPU it measured slower than the eager loop, since
+it reads the whole preallocated cache at every step).
 
 generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
-a time. At temperature 0 both must produce the same tokens (tests/test_sample.py).
+a time. At temperature 0 both must produce the same tokens (tests/test_model_sample.py).
 
 Command line (prints samples from a checkpoint trained by train.py):
     python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
