@@ -1,10 +1,23 @@
 """
-Benchmarks (scripts, not tests): sampler throughput, and reward scoring speed of the tasks.
+Benchmarks (scripts, not tests): sampler throughput, the time of one RL step, and reward scoring speed.
 
     python bench.py sampler                  # cached vs naive sampling, and the FLOP limit of this machine
-    python bench.py sampler --device cuda    # the same on a GPU (bf16 autocast)
+    python bench.py sampler --device cuda    # the same on a GPU (bf16); --static [--compile]: fixed-shape decode
+    python bench.py rl                       # one optimizer step: the maze run's shapes, then the TRL peer's
     python bench.py tasks                    # answers scored per second (maze, code), mazes and
                                              # demonstrations drawn per second; one core
+
+--device auto (the default) picks cuda when there is one, else cpu.
+
+RL step: the time of one optimizer step, split into generate, score (rewards and advantages), forward (the
+policy's log-probs with gradients, plus the no-grad old and reference passes), backward (and gradient clipping),
+optimizer; median of --steps steps after a first, warm-up one. Two shapes:
+- maze: the default `train.py --algo vpo` step: 8 prompts x 8 rollouts of m = 3 answers, maze prompts (117
+  tokens), completions up to 108 tokens (random weights rarely stop, so nearly all run to 108: the worst case),
+  VPO advantages (N = 100), the k3 KL reference, 2 minibatches.
+- peer: the shape of ../shared/bench/peer_trl_grpo.py (TRL GRPOTrainer): 4-layer 128-wide GPT, vocab 260,
+  8 prompts x 8 completions x 64 new tokens without stopping, 32-token prompts, GRPO, no reference, 1 update.
+--scoring packed times the reference forward (every row re-encodes its prompt) instead of the shared-prefix one.
 
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
@@ -16,10 +29,14 @@ that floor too (bytes read / this machine's measured read bandwidth).
 import argparse
 import time
 
+import numpy as np
 import torch
 
-from model import GPT, GPTConfig
+import vpo
+from evaluate import completion_texts, prompt_ids
+from model import GPT, GPTConfig, pack, pack_shared, shared_token_logprobs, token_logprobs
 from sample import generate, generate_naive
+from tasks import get_task
 from tasks import tokenizer as tok
 
 
@@ -70,8 +87,14 @@ def timed(fn, device):
     return out, time.perf_counter() - t0
 
 
+def pick_device(name):
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def bench_sampler(args):
-    device = torch.device(args.device)
+    device = pick_device(args.device)
     torch.manual_seed(0)
     config = GPTConfig(block_size=args.prompt_len + args.new_tokens, n_layer=args.n_layer, n_head=args.n_head,
                        n_embd=args.n_embd)
@@ -81,12 +104,14 @@ def bench_sampler(args):
                for _ in range(args.prompts)]
     gen = lambda: torch.Generator(device=device).manual_seed(0)
     S, T = args.samples, args.new_tokens
-    generate(model, prompts[:2], 4, num_samples=2, generator=gen())  # warm-up
-    out, t_cached = timed(lambda: generate(model, prompts, T, S, generator=gen()), device)
+    fast = dict(static=args.static, compile=args.compile)
+    generate(model, prompts, T, S, generator=gen(), **fast)  # warm-up (and compilation)
+    out, t_cached = timed(lambda: generate(model, prompts, T, S, generator=gen(), **fast), device)
     n_cached = int(out.mask.sum())
     np_ = min(args.naive_prompts, args.prompts)
-    out, t_naive = timed(lambda: generate_naive(model, prompts[:np_], T, S, generator=gen()), device)
-    n_naive = int(out.mask.sum())
+    if np_:
+        out, t_naive = timed(lambda: generate_naive(model, prompts[:np_], T, S, generator=gen()), device)
+        n_naive = int(out.mask.sum())
     # FLOPs of the generated tokens: token t of a row attends to prompt_len + t keys
     flops = S * args.prompts * sum(model.flops_per_token(args.prompt_len + t) for t in range(T))
     peak = matmul_flops_per_s(device)
@@ -102,8 +127,137 @@ def bench_sampler(args):
           f"(limit + that = {t_limit + t_kv:.2f} s)")
     print(f"cached sampler: {n_cached:,} tokens in {t_cached:.2f} s = {n_cached / t_cached:,.0f} tok/s "
           f"({t_cached / t_limit:.2f}x the FLOP limit, {t_cached / (t_limit + t_kv):.2f}x limit + KV reads)")
-    print(f"naive sampler:  {n_naive:,} tokens ({np_} prompts) in {t_naive:.2f} s = {n_naive / t_naive:,.0f} tok/s")
-    print(f"cached / naive speed-up: {(n_cached / t_cached) / (n_naive / t_naive):.1f}x")
+    if np_:
+        print(f"naive sampler:  {n_naive:,} tokens ({np_} prompts) in {t_naive:.2f} s = {n_naive / t_naive:,.0f} tok/s")
+        print(f"cached / naive speed-up: {(n_cached / t_cached) / (n_naive / t_naive):.1f}x")
+
+
+class Phases:
+    """Wall time per named phase, the device synchronized at both ends: `with phases("forward"): ...`."""
+
+    def __init__(self, device):
+        self.device, self.seconds, self.name = device, {}, None
+
+    def __call__(self, name):
+        self.name = name
+        return self
+
+    def __enter__(self):
+        sync(self.device)
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc):
+        sync(self.device)
+        self.seconds[self.name] = self.seconds.get(self.name, 0.0) + time.perf_counter() - self.t0
+
+
+def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, generator, device):
+    """One RL step as train.rl_step takes it, phase by phase. score(gen) -> advantages (B*G,). -> seconds per phase"""
+    phases, amp = Phases(device), device.type == "cuda"
+    model.eval()
+    with phases("generate"):
+        gen = generate(model, prompts, new_tokens, G, 1.0, stop_token=stop, generator=generator,
+                       static=args.static, compile=args.compile)
+    with phases("score"):
+        adv = score(gen).to(device)                                                   # (B*G,)
+    model.train()
+    with phases("forward"):
+        tokens = gen.tokens
+        if args.scoring == "shared":
+            batch = pack_shared(prompts, tokens, G, tok.PAD_ID)
+            logprobs = lambda m, rows: shared_token_logprobs(m, batch.select(rows), 1.0, amp)
+        else:
+            idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
+            logprobs = lambda m, rows: token_logprobs(m, idx[rows], pos[rows], tokens[rows], 1.0, amp)
+        every = torch.arange(len(adv), device=device)
+        with torch.no_grad():
+            ref = logprobs(ref_model, every) if ref_model is not None else None
+            old = logprobs(model, every) if args.minibatches > 1 else None
+    for rows in every.chunk(args.minibatches):
+        with phases("forward"):
+            logp = logprobs(model, rows)
+            loss, _ = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows],
+                                      gen.mask[rows], ref_logprobs=None if ref is None else ref[rows],
+                                      kl_coef=1e-3 if ref is not None else 0.0)
+        with phases("backward"):
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with phases("optimizer"):
+            opt.step()
+    return phases.seconds
+
+
+def time_rl(label, model, ref_model, prompts_fn, G, new_tokens, stop, score, args, device):
+    """Median seconds per phase and per step over args.steps steps after a warm-up one; prints the split."""
+    opt = model.configure_optimizer(1e-4, device_type=device.type)
+    generator = torch.Generator(device=device).manual_seed(0)
+    runs = [rl_step(model, ref_model, opt, prompts_fn(s), G, new_tokens, stop, lambda gen: score(gen, s), args,
+                    generator, device) for s in range(args.steps + 1)][1:]
+    median = lambda xs: sorted(xs)[len(xs) // 2]
+    names = ("generate", "score", "forward", "backward", "optimizer")
+    split = {n: median([r.get(n, 0.0) for r in runs]) for n in names}
+    total = median([sum(r.values()) for r in runs])
+    print(f"{label}: " + ", ".join(f"{n} {split[n]:.3f}" for n in names) + f" (median s of {len(runs)} steps)")
+    return total
+
+
+def bench_rl(args):
+    device = pick_device(args.device)
+    torch.manual_seed(0)
+    print(f"device={device}, threads={torch.get_num_threads()}, scoring={args.scoring}, static={args.static}")
+    if args.shape in ("both", "maze"):
+        bench_rl_maze(args, device)
+    if args.shape in ("both", "peer"):
+        bench_rl_peer(args, device)
+
+
+def bench_rl_maze(args, device):
+    """The default maze run: B=8 prompts x G=8 rollouts x m=3 answers, VPO, KL reference, 2 minibatches."""
+    task, m = get_task("maze"), 3
+    config = GPTConfig(vocab_size=tok.vocab_size, block_size=256, n_layer=4, n_head=4, n_embd=128)
+    model = GPT(config).to(device)
+    ref_model = GPT(config).to(device).eval().requires_grad_(False)
+    problems = lambda s: task.problems("train", 8, seed=s)
+    g_weights = torch.Generator().manual_seed(0)
+
+    maze_prompts = lambda s: [prompt_ids(task, p, m) for p in problems(s)]
+
+    def maze_score(gen, s):
+        scored = [task.score_rollouts(p, texts, m) for p, texts in zip(problems(s), _chunks(completion_texts(gen), 8))]
+        rewards, mask = (torch.from_numpy(np.stack(x)) for x in zip(*scored))              # (B, G, m, D), (B, G, m)
+        return vpo.vpo_advantages(rewards, mask, 100, 1.0, g_weights)[0].reshape(-1)
+
+    t_maze = time_rl(f"maze step (8 x 8 x m=3, prompts {len(maze_prompts(0)[0])}, <= {task.max_new_tokens(m)} new, "
+                     "KL ref, 2 minibatches)", model, ref_model,
+                     maze_prompts, 8, task.max_new_tokens(m), tok.END_ID, maze_score, args, device)
+    print(f"rl step (maze, default run): {t_maze:.3f} s")
+
+
+def bench_rl_peer(args, device):
+    """The TRL peer's shape: GRPO, reward = fraction of 'a', no reference, one update."""
+    model = GPT(GPTConfig(vocab_size=260, block_size=256, n_layer=4, n_head=4, n_embd=128)).to(device)
+    g = torch.Generator().manual_seed(0)
+    peer_prompts = lambda s: torch.randint(0, 250, (8, 32), generator=g).tolist()
+
+    def peer_score(gen, s):
+        reward = (gen.tokens == ord("a")).float().mean(1).view(8, 8, 1).cpu()
+        return vpo.grpo_advantages(reward, [1.0])[0].reshape(-1)
+
+    peer_args = argparse.Namespace(**{**vars(args), "minibatches": 1})
+    t_peer = time_rl("peer step (8 x 8 x 64 new, prompts 32, no ref, 1 update)", model, None, peer_prompts, 8, 64,
+                     None, peer_score, peer_args, device)
+    # the FLOPs of this step: 64 rows x 64 sampled tokens, then one forward (8 prompts x 31 + 64 rows x 64
+    # tokens) and its backward (2x the forward)
+    gen_flops = 64 * sum(model.flops_per_token(32 + t) for t in range(64))
+    fwd_flops = (8 * 31 + 64 * 64) * model.flops_per_token(32 + 32)
+    floor = (gen_flops + 3 * fwd_flops) / matmul_flops_per_s(device)
+    print(f"FLOP floor of this step at this machine's matmul rate: {floor:.3f} s ({t_peer / floor:.1f}x)")
+    print(f"rl step (peer shape): {t_peer:.3f} s")
+
+
+def _chunks(xs, n):
+    return [xs[i:i + n] for i in range(0, len(xs), n)]
 
 
 def bench_tasks(args):
@@ -138,18 +292,28 @@ def bench_tasks(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["sampler", "tasks"], help="which benchmark")
-    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("what", choices=["sampler", "rl", "tasks"], help="which benchmark")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: cuda if there is one")
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default), as the peers'")
+    ap.add_argument("--static", action="store_true", help="fixed-shape decode steps (sample.generate static=True)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the fixed-shape decode step (with --static)")
+    ap.add_argument("--steps", type=int, default=3, help="rl: timed steps (after one warm-up step)")
+    ap.add_argument("--shape", default="both", choices=["both", "maze", "peer"], help="rl: which step shapes")
+    ap.add_argument("--minibatches", type=int, default=2, help="rl, maze shape: updates per step")
+    ap.add_argument("--scoring", default="shared", choices=["shared", "packed"],
+                    help="rl: shared-prefix training forward, or the packed reference")
     ap.add_argument("--prompts", type=int, default=64, help="prompts per batch")
     ap.add_argument("--samples", type=int, default=8, help="samples per prompt")
     ap.add_argument("--new_tokens", type=int, default=128, help="new tokens per sample")
     ap.add_argument("--prompt_len", type=int, default=100, help="prompt length in tokens")
-    ap.add_argument("--naive_prompts", type=int, default=4, help="prompts timed with the naive sampler")
+    ap.add_argument("--naive_prompts", type=int, default=1, help="prompts timed with the naive sampler (0: skip)")
     ap.add_argument("--n_layer", type=int, default=GPTConfig.n_layer, help="model depth")
     ap.add_argument("--n_head", type=int, default=GPTConfig.n_head, help="attention heads")
     ap.add_argument("--n_embd", type=int, default=GPTConfig.n_embd, help="model width")
     args = ap.parse_args()
-    bench_sampler(args) if args.what == "sampler" else bench_tasks(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    {"sampler": bench_sampler, "rl": bench_rl, "tasks": bench_tasks}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -5,10 +5,15 @@ One forward path serves training, scoring and sampling:
 
     logits = model(idx)                    # (B, T, vocab): training and log-prob scoring, causal attention
     logits = model(idx, kv_cache=cache)    # incremental decoding: appends T tokens to the cache
+    x = model(idx, head=False)             # (B, T, n_embd): the last block's output, before ln_f and the head
 
-The KV cache (used by sample.py) is preallocated for P prompts with S continuations each. Prompts of
-different lengths are left-padded to a common length and positions are explicit per row, so pad slots shift
-nothing and are never attended to. The prompt's keys and values are stored once and shared by its S rows.
+Shared prompt blocks. A prompt with G continuations is encoded once and its keys and values are shared by the
+G rows, both when sampling (KVCache, no gradients) and when scoring completions for training (SharedPrefix,
+gradients flow into the prompt's part). Prompts of different lengths are left-padded to a common length and
+positions are explicit per row, so pad slots shift nothing and are never attended to.
+
+Log-probs that feed a loss are taken in fp32: the final norm and the output head run outside bf16 autocast
+(head_logprobs). On CPU autocast is off anyway, so this changes nothing there.
 
 Checkpoints are plain dicts of tensors and Python values ({"config": ..., "model": state_dict, ...}) written
 atomically and read with torch.load(weights_only=True), so loading one never runs pickled code.
@@ -33,6 +38,20 @@ class GPTConfig:
     bias: bool = False        # biases in Linear and LayerNorm
 
 
+def prefill_mask(start, T):
+    """Attention mask (True = may attend) of T left-padded prompt slots, (P, 1, T, T): causal, pad keys hidden;
+    a pad query sees itself, so no row is all-masked (which would give NaN). start[p] = first real slot."""
+    slots = torch.arange(T, device=start.device)
+    causal = slots[None, :] <= slots[:, None]                                           # (T, T)
+    real = slots[None, :] >= start[:, None]                                             # (P, T)
+    return ((causal[None] & real[:, None, :]) | torch.eye(T, dtype=torch.bool, device=start.device))[:, None]
+
+
+def prefill_positions(start, T):
+    """Position of each left-padded prompt slot: slot s of prompt p sits at s - start[p] (pads at 0). (P, T)"""
+    return (torch.arange(T, device=start.device)[None] - start[:, None]).clamp(min=0)
+
+
 class KVCache:
     """Keys and values for sampling S continuations of each of P prompts, preallocated.
 
@@ -40,68 +59,135 @@ class KVCache:
     shared block per prompt (a shared-prefix, or "cascade", attention), so the S rollouts of a prompt do not
     each carry a copy of it:
         prompt part: prefix_k, prefix_v (n_layer, P, H, Tp, hd); prompts left-padded, start[p] = first real slot
-        own part:    k, v               (n_layer, P*S, H, max_new_tokens, hd); row r continues prompt r // S
+        own part:    k, v               (n_layer, P, H, S, max_new_tokens, hd); row r = p*S + s continues prompt p
     The position of prompt slot s is s - start[p]; row r's i-th generated token sits at Tp - start[p] + i.
+    Both parts are laid out prompt-major with the S rows of a prompt side by side, so the prompt scores
+    (P, H, S*T, Tp) and the own scores (P, H, S, T, e) of a step share one layout and one softmax, no copies.
+
+    static=True: every decode step has the same shapes (for torch.compile / CUDA graphs): attention reads the
+    whole own buffer with a mask from the step counter `step` (a device tensor), and new keys are written at
+    that index, instead of slicing the first `length` slots.
     """
 
     def __init__(self, config, num_prompts, prompt_len, max_new_tokens, num_samples=1, start=None,
-                 device="cpu", dtype=torch.float32):
+                 device="cpu", dtype=torch.float32, static=False):
         if prompt_len + max_new_tokens > config.block_size:
             raise ValueError(f"prompt_len + max_new_tokens = {prompt_len + max_new_tokens} exceeds "
                              f"block_size={config.block_size}")
         L, H, hd = config.n_layer, config.n_head, config.n_embd // config.n_head
         P, S = num_prompts, num_samples
-        self.prefix_k = torch.empty((L, P, H, prompt_len, hd), device=device, dtype=dtype)
-        self.prefix_v = torch.empty_like(self.prefix_k)
-        self.k = torch.empty((L, P * S, H, max_new_tokens, hd), device=device, dtype=dtype)
-        self.v = torch.empty_like(self.k)
+        self.prefix_k = torch.zeros((L, P, H, prompt_len, hd), device=device, dtype=dtype)
+        self.prefix_v = torch.zeros_like(self.prefix_k)
+        self.k = torch.zeros((L, P, H, S, max_new_tokens, hd), device=device, dtype=dtype)  # zeros: a masked
+        self.v = torch.zeros_like(self.k)                          # slot must hold no NaN (0 * NaN = NaN)
         self.start = (torch.zeros(P, dtype=torch.long, device=device) if start is None
                       else torch.as_tensor(start, dtype=torch.long, device=device))
         self.num_prompts, self.num_samples, self.prompt_len = P, S, prompt_len
-        self.prefilled, self.length, self.max_new_tokens = False, 0, max_new_tokens
+        self.prefilled, self.length, self.max_new_tokens, self.static = False, 0, max_new_tokens, static
+        # computed once per generate call, not per layer or step:
+        self.first_pos = (prompt_len - self.start).repeat_interleave(S)[:, None]           # (R, 1)
+        hidden = (torch.arange(prompt_len, device=device) < self.start[:, None])[:, None, None, None]  # pad slots
+        self.prefix_hidden = hidden if bool(hidden.any()) else None                     # None: prompts of one length
+        self.step = torch.zeros((), dtype=torch.long, device=device)  # static: tokens decoded so far
+        self.slots = torch.arange(max_new_tokens, device=device)
+        self.mask = None
 
-    def positions_and_mask(self, T):
-        """Positions of the next T tokens and the boolean attention mask (True = may attend) for them.
-        Prefill: (P, T) and (P, 1, T, T): causal, pad keys hidden (a pad query sees itself, so no row is
-        all-masked, which would give NaN). Decode: (R, T) and (T, length + T): causal over the own part."""
-        device, Tp = self.start.device, self.prompt_len
+    def positions(self, T):
+        """Positions of the next T tokens, (P, T) at prefill and (R, T) after; sets the mask of this call."""
         if not self.prefilled:
-            if T != Tp:
-                raise ValueError(f"prefill takes the padded prompts, length {Tp}; got {T} tokens")
-            slots = torch.arange(T, device=device)
-            causal = slots[None, :] <= slots[:, None]                                   # (T, T)
-            real = slots[None, :] >= self.start[:, None]                                # (P, T)
-            mask = (causal[None] & real[:, None, :]) | torch.eye(T, dtype=torch.bool, device=device)
-            return (slots[None] - self.start[:, None]).clamp(min=0), mask[:, None]
+            if T != self.prompt_len:
+                raise ValueError(f"prefill takes the padded prompts, length {self.prompt_len}; got {T} tokens")
+            self.mask = prefill_mask(self.start, T)
+            return prefill_positions(self.start, T)
+        if self.static:
+            if T != 1:
+                raise ValueError(f"a static cache decodes one token per row per call, got {T}")
+            self.mask = self.slots > self.step                     # (max_new_tokens,): True = not yet written
+            return self.first_pos + self.step
         if self.length + T > self.max_new_tokens:
             raise ValueError(f"KV cache overflow: {self.length} + {T} > max_new_tokens={self.max_new_tokens}")
-        steps = torch.arange(self.length, self.length + T, device=device)               # (T,)
-        pos = (Tp - self.start).repeat_interleave(self.num_samples)[:, None] + steps[None]  # (R, T)
-        mask = torch.arange(self.length + T, device=device)[None, :] <= steps[:, None]  # (T, length + T)
-        return pos, mask
+        if T == 1:  # one new token sees all of its row's earlier tokens: no mask
+            self.mask = None
+            return self.first_pos + self.length
+        steps = torch.arange(self.length, self.length + T, device=self.start.device)    # (T,)
+        self.mask = torch.arange(self.length + T, device=steps.device)[None, :] > steps[:, None]  # True = hidden
+        return self.first_pos + steps[None]
 
-    def attend(self, layer, q, k, v, mask):
+    def advance(self, T):
+        if self.prefilled and self.static:
+            self.step += T      # a device tensor: no Python value that changes from step to step
+        elif self.prefilled:
+            self.length += T
+        self.prefilled = True
+
+    def attend(self, layer, q, k, v, dropout_p=0.0):
         """Attention of T new tokens per row over its prompt (shared) and its own earlier tokens.
-        q, k, v: (R, H, T, hd) with R = P * S. softmax over [prompt keys, own keys] jointly."""
+        q, k, v: (R, H, T, hd) with R = P * S, or (P, H, Tp, hd) at prefill."""
+        if not self.prefilled:  # the prompts: attend among themselves, keep their keys and values
+            self.prefix_k[layer], self.prefix_v[layer] = k, v
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
         P, S, Tp = self.num_prompts, self.num_samples, self.prompt_len
         R, H, T, hd = q.shape
-        e = self.length + T
-        self.k[layer, :, :, self.length:e], self.v[layer, :, :, self.length:e] = k, v
-        ks, vs = self.k[layer, :, :, :e].to(q.dtype), self.v[layer, :, :, :e].to(q.dtype)   # (R, H, e, hd)
-        kp, vp = self.prefix_k[layer].to(q.dtype), self.prefix_v[layer].to(q.dtype)      # (P, H, Tp, hd)
-        # the S rows of a prompt query its keys together: one (S*T, Tp) score matrix per prompt and head
-        qg = q.view(P, S, H, T, hd).transpose(1, 2).reshape(P, H, S * T, hd)
-        sp = (qg @ kp.transpose(-1, -2)) * hd ** -0.5                                  # (P, H, S*T, Tp)
-        sp = sp.masked_fill((torch.arange(Tp, device=q.device) < self.start[:, None])[:, None, None], -math.inf)
-        sp = sp.view(P, H, S, T, Tp).transpose(1, 2).reshape(R, H, T, Tp)
-        so = (q @ ks.transpose(-1, -2)) * hd ** -0.5                                    # (R, H, T, e)
-        if T > 1:  # one new token sees all of its row's earlier tokens: nothing to mask
-            so = so.masked_fill(~mask, -math.inf)
+        q, k, v = (t.view(P, S, H, T, hd).transpose(1, 2) for t in (q, k, v))           # (P, H, S, T, hd)
+        if self.static:
+            self.k[layer].index_copy_(3, self.step.view(1), k)
+            self.v[layer].index_copy_(3, self.step.view(1), v)
+            ks, vs = self.k[layer], self.v[layer]                                        # (P, H, S, Tmax, hd)
+        else:
+            e = self.length + T
+            self.k[layer, :, :, :, self.length:e], self.v[layer, :, :, :, self.length:e] = k, v
+            ks, vs = self.k[layer, :, :, :, :e], self.v[layer, :, :, :, :e]              # (P, H, S, e, hd)
+        ks, vs = ks.to(q.dtype), vs.to(q.dtype)
+        kp, vp = self.prefix_k[layer].to(q.dtype), self.prefix_v[layer].to(q.dtype)     # (P, H, Tp, hd)
+        q = q * hd ** -0.5
+        # softmax over [prompt keys, own keys] jointly; the S rows of a prompt query its keys together
+        sp = (q.reshape(P, H, S * T, hd) @ kp.transpose(-1, -2)).view(P, H, S, T, Tp)
+        if self.prefix_hidden is not None:
+            sp = sp.masked_fill(self.prefix_hidden, -math.inf)
+        so = q @ ks.transpose(-1, -2)                                                    # (P, H, S, T, e)
+        if self.mask is not None:
+            so = so.masked_fill(self.mask, -math.inf)
         a = torch.cat([sp, so], dim=-1).softmax(dim=-1).to(q.dtype)
-        ap, ao = a.split([Tp, e], dim=-1)
-        ap = ap.view(P, S, H, T, Tp).transpose(1, 2).reshape(P, H, S * T, Tp)
-        yp = (ap @ vp).view(P, H, S, T, hd).transpose(1, 2).reshape(R, H, T, hd)
-        return yp + ao @ vs
+        ap, ao = a[..., :Tp], a[..., Tp:]
+        y = (ap.reshape(P, H, S * T, Tp) @ vp).view(P, H, S, T, hd) + ao @ vs           # (P, H, S, T, hd)
+        return y.transpose(1, 2).reshape(R, H, T, hd)
+
+
+class SharedPrefix:
+    """The training-time shared prompt block: the prompts are encoded once (P rows), and every completion row
+    attends to its prompt's keys and values, which keep their autograd graph, so gradients of all G rows flow
+    into the one prompt encoding. Use: model(prefix, kv_cache=sp); x = model(inputs, kv_cache=sp).
+        prompt part: (P, H, Tp, hd) per layer, left-padded, start[p] = first real slot
+        row r continues prompt owner[r]; its t-th input sits at position Tp - start[owner[r]] + t.
+    """
+
+    def __init__(self, start, owner, prompt_len):
+        self.start, self.owner, self.prompt_len = start, owner, prompt_len                # (P,), (R,)
+        self.keys, self.values, self.prefilled, self.mask = [], [], prompt_len == 0, None
+
+    def positions(self, T):
+        if not self.prefilled:
+            self.mask = prefill_mask(self.start, T)
+            return prefill_positions(self.start, T)
+        Tp, start = self.prompt_len, self.start[self.owner]                              # (R,)
+        R, device = len(self.owner), start.device
+        seen = (torch.arange(Tp, device=device)[None] >= start[:, None])[:, None].expand(R, T, Tp)
+        causal = torch.ones(T, T, dtype=torch.bool, device=device).tril().expand(R, T, T)
+        self.mask = torch.cat([seen, causal], dim=-1)[:, None]                          # (R, 1, T, Tp + T)
+        return (Tp - start)[:, None] + torch.arange(T, device=device)[None]
+
+    def advance(self, T):
+        self.prefilled = True
+
+    def attend(self, layer, q, k, v, dropout_p=0.0):
+        if not self.prefilled:
+            self.keys.append(k)
+            self.values.append(v)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p)
+        if self.prompt_len:  # the prompt's keys, gathered per row (backward sums the G rows' gradients)
+            k = torch.cat([self.keys[layer][self.owner], k], dim=2)                       # (R, H, Tp + T, hd)
+            v = torch.cat([self.values[layer][self.owner], v], dim=2)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p)
 
 
 class CausalSelfAttention(nn.Module):
@@ -113,18 +199,15 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = config.dropout
 
-    def forward(self, x, kv_cache=None, mask=None):
+    def forward(self, x, kv_cache=None):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
         drop = self.dropout if self.training else 0.0
         if kv_cache is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop)
-        elif not kv_cache.prefilled:  # the prompts: attend among themselves, keep their keys and values
-            kv_cache.prefix_k[self.layer_idx], kv_cache.prefix_v[self.layer_idx] = k, v
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
         else:
-            y = kv_cache.attend(self.layer_idx, q, k, v, mask)
+            y = kv_cache.attend(self.layer_idx, q, k, v, drop)
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -147,8 +230,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x, kv_cache=None, mask=None):
-        x = x + self.attn(self.ln1(x), kv_cache, mask)
+    def forward(self, x, kv_cache=None):
+        x = x + self.attn(self.ln1(x), kv_cache)
         return x + self.mlp(self.ln2(x))
 
 
@@ -180,22 +263,27 @@ class GPT(nn.Module):
         n = sum(p.numel() for p in self.parameters())
         return n - self.wpe.weight.numel() if non_embedding else n
 
-    def forward(self, idx, kv_cache=None):
-        """idx (B, T) -> logits (B, T, vocab). With kv_cache, the T tokens follow what the cache holds."""
+    def forward(self, idx, kv_cache=None, head=True):
+        """idx (B, T) -> logits (B, T, vocab), or with head=False the last block's output (B, T, n_embd).
+        With kv_cache (a KVCache or SharedPrefix), the T tokens follow what the cache holds."""
         B, T = idx.shape
         if kv_cache is None:
             if T > self.config.block_size:
                 raise ValueError(f"sequence length {T} exceeds block_size={self.config.block_size}")
-            pos, mask = torch.arange(T, device=idx.device)[None], None
+            pos = torch.arange(T, device=idx.device)[None]
         else:
-            pos, mask = kv_cache.positions_and_mask(T)
+            pos = kv_cache.positions(T)
         x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.blocks:
-            x = block(x, kv_cache, mask)
+            x = block(x, kv_cache)
         if kv_cache is not None:
-            kv_cache.length += T if kv_cache.prefilled else 0
-            kv_cache.prefilled = True
-        return self.lm_head(self.ln_f(x))
+            kv_cache.advance(T)
+        return self.lm_head(self.ln_f(x)) if head else x
+
+    def logits_fp32(self, x):
+        """ln_f and the output head in fp32, outside any autocast: x (..., n_embd) -> logits (..., vocab)."""
+        with torch.autocast(x.device.type, enabled=False):
+            return self.lm_head(self.ln_f(x.float()))
 
     def flops_per_token(self, context_len):
         """Forward FLOPs for one token attending to context_len keys: 2 per weight multiply-add, plus
@@ -220,27 +308,93 @@ def autocast(device_type, enabled=True):
 
 
 # ----------------------------------------------------------------------------- scoring completions (training)
+def _place(prompts, width, pad_id, device, left):
+    """Prompts (lists of ids) written into a (P, width) tensor of pad_id, left- or right-aligned, without a
+    loop over rows: one tensor of all ids and one scatter. -> (idx (P, width), lengths (P,))"""
+    lens = torch.tensor([len(p) for p in prompts], device=device)
+    flat = torch.tensor([t for p in prompts for t in p], dtype=torch.long, device=device)
+    row = torch.arange(len(prompts), device=device).repeat_interleave(lens)
+    col = torch.arange(len(flat), device=device) - (lens.cumsum(0) - lens)[row]         # index within its prompt
+    idx = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
+    idx[row, col + (width - lens[row] if left else 0)] = flat
+    return idx, lens
+
+
+def left_pad(prompts, pad_id=0, device="cpu"):
+    """Prompts left-padded to the longest: -> idx (P, Tp), start (P,) = first real slot of each."""
+    Tp = max(len(p) for p in prompts)
+    idx, lens = _place(prompts, Tp, pad_id, device, left=True)
+    return idx, Tp - lens
+
+
 def pack(prompts, tokens, pad_id=0):
     """Prompt + completion per row, right-padded: -> idx (R, L) for one causal forward, and pos (R, Tc): the
-    position whose logits predict completion token t of row r, len(prompts[r]) - 1 + t."""
+    position whose logits predict completion token t of row r, len(prompts[r]) - 1 + t. The reference that the
+    shared-prefix forward (pack_shared) is tested against."""
     R, Tc = tokens.shape
-    lens = torch.tensor([len(p) for p in prompts])
-    idx = torch.full((R, int(lens.max()) + Tc - 1), pad_id, dtype=torch.long)
-    for r, p in enumerate(prompts):
-        row = p + tokens[r].tolist()
-        idx[r, :len(row) - 1] = torch.tensor(row[:-1])
-    pos = lens[:, None] - 1 + torch.arange(Tc)[None, :]
-    return idx.to(tokens.device), pos.to(tokens.device)
+    idx, lens = _place(prompts, max(len(p) for p in prompts) + Tc - 1, pad_id, tokens.device, left=False)
+    pos = lens[:, None] - 1 + torch.arange(Tc, device=tokens.device)[None, :]         # (R, Tc)
+    idx.scatter_(1, pos[:, 1:], tokens[:, :-1])                                        # completion after prompt
+    return idx, pos
+
+
+def head_logprobs(model, x, tokens, temperature=1.0):
+    """log softmax(logits / temperature) at the given tokens, with ln_f and the head in fp32 (outside autocast):
+    x (R, Tc, n_embd), tokens (R, Tc) -> (R, Tc) float32. The logits are divided by the sampling temperature, as
+    the rollouts were drawn (veRL does the same)."""
+    logits = model.logits_fp32(x) / temperature                                        # (R, Tc, V) fp32
+    return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
 
 
 def token_logprobs(model, idx, pos, tokens, temperature=1.0, amp=True):
-    """log pi(y_t | x, y_<t) of each completion token, (R, Tc), from one causal forward over pack's idx. The
-    logits are divided by the sampling temperature, as the rollouts were drawn (veRL does the same).
-    amp=False keeps CUDA in fp32 (train.py --dtype float32)."""
+    """log pi(y_t | x, y_<t) of each completion token, (R, Tc), from one causal forward over pack's idx.
+    amp=False keeps CUDA in fp32 (train.py --dtype float32); the head is fp32 either way."""
     with autocast(idx.device.type, amp):
-        logits = model(idx)                                                         # (R, L, V)
-    logits = logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1]))     # (R, Tc, V)
-    return (logits.float() / temperature).log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+        x = model(idx, head=False)                                                     # (R, L, C)
+    x = x.gather(1, pos[..., None].expand(-1, -1, x.shape[-1]))                        # (R, Tc, C)
+    return head_logprobs(model, x, tokens, temperature)
+
+
+@dataclass
+class SharedBatch:
+    """Completions grouped under their prompts, for one forward over the prompts and one over the completions.
+    The prompt part holds each prompt without its last token; the last token is the first input of every row."""
+    prefix: torch.Tensor   # (P, Tp) prompts but their last token, left-padded
+    start: torch.Tensor    # (P,) first real slot of each prefix
+    owner: torch.Tensor    # (R,) the prompt of each row
+    inputs: torch.Tensor   # (R, Tc) last prompt token, then the completion but its last token
+    tokens: torch.Tensor   # (R, Tc) the completion tokens (the targets)
+
+    def select(self, rows):
+        """The sub-batch of these rows (a minibatch), with only the prompts they use."""
+        used, owner = torch.unique(self.owner[rows], return_inverse=True)
+        return SharedBatch(self.prefix[used], self.start[used], owner, self.inputs[rows], self.tokens[rows])
+
+
+def pack_shared(prompts, tokens, num_samples, pad_id=0):
+    """prompts: P lists of ids; tokens (P * num_samples, Tc), prompt-major (row r continues prompt
+    r // num_samples), as sample.generate returns them -> SharedBatch."""
+    R, Tc = tokens.shape
+    device = tokens.device
+    idx, start = left_pad(prompts, pad_id, device)                                     # (P, Tp + 1)
+    owner = torch.arange(len(prompts), device=device).repeat_interleave(num_samples)   # (R,)
+    inputs = torch.cat([idx[owner, -1:], tokens[:, :-1]], dim=1)                       # (R, Tc)
+    return SharedBatch(idx[:, :-1], start, owner, inputs, tokens)  # a 1-token prompt: start = Tp, all pads
+
+
+def shared_token_logprobs(model, batch, temperature=1.0, amp=True):
+    """log pi(y_t | x, y_<t) of each completion token, (R, Tc): the prompts' forward once (P rows), then one
+    forward over the completions (R rows) attending to their prompt's keys and values (SharedPrefix). Equals
+    token_logprobs over pack to float tolerance, values and gradients (tests/test_model_sample.py)."""
+    Tp, Tc = batch.prefix.shape[1], batch.inputs.shape[1]
+    if Tp + Tc > model.config.block_size:
+        raise ValueError(f"prompt + completion = {Tp + Tc} tokens exceeds block_size={model.config.block_size}")
+    cache = SharedPrefix(batch.start, batch.owner, Tp)
+    with autocast(batch.inputs.device.type, amp):
+        if Tp:
+            model(batch.prefix, kv_cache=cache, head=False)
+        x = model(batch.inputs, kv_cache=cache, head=False)                           # (R, Tc, C)
+    return head_logprobs(model, x, batch.tokens, temperature)
 
 
 # --------------------------------------------------------------------------------------------- checkpoints

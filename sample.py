@@ -12,9 +12,13 @@ values stay in the cache once and are shared by the num_samples rows of each pro
 of the P * num_samples rows samples its own first token from the prefill logits (a shared first token would give every rollout of a group the same start). Each step feeds one
 token per row; a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later
 tokens are masked out. The mask comes from positions (the index of each row's first stop), never from ids.
+The loop reads back from the device only whether all rows have stopped, every check_every tokens; masks and
+positions are computed once per call (model.KVCache), and the head runs in fp32. static=True gives a decode step
+of fixed shapes for torch.compile or CUDA graphs (opt-in; on CPU it measured slower than the eager loop, since
+it reads the whole preallocated cache at every step).
 
 generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
-a time. At temperature 0 both must produce the same tokens (tests/test_sample.py).
+a time. At temperature 0 both must produce the same tokens (tests/test_model_sample.py).
 
 Command line (prints samples from a checkpoint trained by train.py):
     python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from model import KVCache, autocast
+from model import KVCache, autocast, left_pad
 
 
 @dataclass
@@ -109,38 +113,56 @@ def _finish(tokens, logprobs, stop_token):
     return Generation(tokens.masked_fill(~mask, fill), mask, logprobs.masked_fill(~mask, 0.0))
 
 
+def _decode_step(model, cache):
+    """One token per row -> next-token logits (R, V); the head in fp32 (outside autocast)."""
+    def step(tok):
+        return model.logits_fp32(model(tok[:, None], kv_cache=cache, head=False)[:, -1])
+    return step
+
+
 @torch.no_grad()
 def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-             stop_token=None, generator=None):
-    """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache."""
+             stop_token=None, generator=None, static=False, compile=False, check_every=None):
+    """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache.
+
+    The loop reads nothing back from the device except, every check_every tokens (default: every token on CPU,
+    where it costs nothing, every 16 on a GPU), whether all rows have stopped. The output is the same for any
+    check_every; only the generator's state afterwards differs (a late check draws the extra steps' uniforms).
+    static=True: a decode step of fixed shapes (model.KVCache static=True) that torch.compile or CUDA graphs can
+    capture; compile=True (needs static) wraps it in torch.compile. Same tokens as the eager path."""
     _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
+    if compile and not static:
+        raise ValueError("compile=True needs static=True (a step of fixed shapes)")
     device = next(model.parameters()).device
-    P, Tp = len(prompts), max(len(p) for p in prompts)
-    idx = torch.zeros((P, Tp), dtype=torch.long)
-    for i, p in enumerate(prompts):  # left-pad: every prompt ends in slot Tp - 1
-        idx[i, Tp - len(p):] = torch.tensor(p, dtype=torch.long)
-    idx = idx.to(device)
-    start = torch.tensor([Tp - len(p) for p in prompts], device=device)
+    check_every = check_every or (1 if device.type == "cpu" else 16)
+    idx, start = left_pad(prompts, 0, device)                          # every prompt ends in slot Tp - 1
+    P, Tp = idx.shape
     cache_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     R, T = P * num_samples, max_new_tokens
     tokens = torch.zeros((R, T), dtype=torch.long, device=device)
     logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
     done = torch.zeros(R, dtype=torch.bool, device=device)
     with autocast(device.type):
-        cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype)
-        logits = model(idx, kv_cache=cache)[:, -1]                     # prefill once per prompt: (P, V)
-        logits = logits.repeat_interleave(num_samples, dim=0)           # (R, V): each row samples its own
+        cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype, static=static)
+        x = model(idx, kv_cache=cache, head=False)[:, -1]             # prefill once per prompt: (P, C)
+        logits = model.logits_fp32(x).repeat_interleave(num_samples, dim=0)  # (R, V): each row samples its own
+        step = _decode_step(model, cache)
+        if compile:
+            step = torch.compile(step, fullgraph=True, dynamic=False)
         for t in range(T):
             tok, lp = _pick(logits, temperature, top_k, top_p, generator)
             tokens[:, t], logprobs[:, t] = tok, lp
             if stop_token is not None:
                 done |= tok == stop_token
-                if bool(done.all()):
-                    tokens, logprobs = tokens[:, :t + 1], logprobs[:, :t + 1]
+                if (t + 1) % check_every == 0 and bool(done.all()):
                     break
             if t + 1 < T:
-                logits = model(tok[:, None], kv_cache=cache)[:, -1]
-    return _finish(tokens, logprobs, stop_token)
+                logits = step(tok)
+    gen = _finish(tokens[:, :t + 1], logprobs[:, :t + 1], stop_token)
+    if stop_token is not None and bool(done.all()):  # every row stopped: drop the steps after the last stop
+        n = int(gen.lengths.max())
+        gen = Generation(gen.tokens[:, :n], gen.mask[:, :n], gen.logprobs[:, :n])
+    return gen
 
 
 @torch.no_grad()

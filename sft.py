@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from evaluate import prompt_ids
-from model import pack, token_logprobs
+from model import pack_shared, shared_token_logprobs
 from tasks import tokenizer as tok
 
 
@@ -45,8 +45,9 @@ def sft_step(model, train_model, opt, task, args, step, device):
     for group in opt.param_groups:
         group["lr"] = lr
     prompts, tokens, mask = demonstration_batch(task, args, step, device)
-    idx, pos = pack(prompts, tokens, tok.PAD_ID)
-    logp = token_logprobs(train_model, idx, pos, tokens, 1.0, args.dtype != "float32")
+    # one demonstration per prompt (G = 1): the shared-prefix forward measured 10% faster than the packed one here
+    # (64 maze demonstrations, fwd + bwd, 1 thread: 1.31-1.38 s vs 1.46-1.51 s), and it is the one RL uses
+    logp = shared_token_logprobs(train_model, pack_shared(prompts, tokens, 1, tok.PAD_ID), 1.0, args.dtype != "float32")
     loss = -(logp * mask).sum() / mask.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()

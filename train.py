@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 import vpo
 from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
-from model import GPT, GPTConfig, pack, save_checkpoint, token_logprobs
+from model import GPT, GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import (COUNT, MULTI_ANSWER, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
                   check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
                   load_model, make_task, number, parse_task_options, resumed_args, truncate_logs)
@@ -227,13 +227,15 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
     adv = adv.to(device).reshape(-1)                                                 # one per rollout (R,)
     amp = args.dtype != "float32"                                                    # bf16 autocast on CUDA
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
-    idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
+    batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
     with torch.no_grad():
-        ref = token_logprobs(ref_model, idx, pos, tokens, args.temperature, amp) if args.kl_coef else None
-        old = token_logprobs(model, idx, pos, tokens, args.temperature, amp) if args.minibatches > 1 else None
+        ref = shared_token_logprobs(ref_model, batch, args.temperature, amp) if args.kl_coef else None
+        old = shared_token_logprobs(model, batch, args.temperature, amp) if args.minibatches > 1 else None
     stats = []
+    # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
+    # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
     for rows in torch.arange(len(adv), device=device).chunk(args.minibatches):
-        logp = token_logprobs(train_model, idx[rows], pos[rows], tokens[rows], args.temperature, amp)
+        logp = shared_token_logprobs(train_model, batch.select(rows), args.temperature, amp)
         loss, s = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows], tmask[rows],
                                   args.clip, args.clip, args.dual_clip, None if ref is None else ref[rows],
                                   args.kl_coef, args.agg)

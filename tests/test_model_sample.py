@@ -4,7 +4,8 @@ import os
 import pytest
 import torch
 
-from model import GPT, CheckpointError, GPTConfig, KVCache, load_checkpoint, save_checkpoint
+from model import (GPT, CheckpointError, GPTConfig, KVCache, load_checkpoint, pack, pack_shared, save_checkpoint,
+                   shared_token_logprobs, token_logprobs)
 from sample import generate, generate_naive, sampling_logprobs
 from tasks import tokenizer as tok
 
@@ -114,23 +115,87 @@ def test_checkpoint_of_compiled_style_state_dict_loads(tmp_path):
     assert torch.equal(loaded.wte.weight, model.wte.weight)
 
 
+# ------------------------------------------------------------------------------- scoring completions
+def _scored(model, prompts, G, Tc, seed):
+    """Random completions (G per prompt, some ending early) and loss weights that zero the tokens after the end."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, 256, (len(prompts) * G, Tc), generator=g)
+    ends = torch.randint(1, Tc + 1, (len(tokens),), generator=g)
+    ends[0] = Tc                                                             # one row runs to the end
+    mask = torch.arange(Tc)[None] < ends[:, None]
+    weights = torch.randn(tokens.shape, generator=g) * mask                 # a loss that reads masked-in tokens
+    return tokens, mask, weights
+
+
+def _value_and_grads(model, logprobs_fn, weights):
+    model.zero_grad(set_to_none=True)
+    logp = logprobs_fn()
+    (logp * weights).sum().backward()
+    return logp.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("lens", [(1, 4, 9, 13), (1, 1, 1)])
+def test_shared_prefix_logprobs_and_gradients_equal_the_packed_forward(lens):
+    """One forward over the prompts and one over the completions (attending to the prompt's keys and values)
+    gives the packed forward's log-probs and parameter gradients, on prompts of different lengths (a 1-token
+    prompt has an all-pad prefix; all-1-token prompts have none), G = 3 completions each, some ending early."""
+    model = make_model(11).train()
+    G, Tc = 3, 7
+    g = torch.Generator().manual_seed(11)
+    prompts = [torch.randint(0, 256, (L,), generator=g).tolist() for L in lens]
+    tokens, mask, weights = _scored(model, prompts, G, Tc, seed=12)
+    idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
+    ref, ref_grads = _value_and_grads(model, lambda: token_logprobs(model, idx, pos, tokens, 0.7), weights)
+    batch = pack_shared(prompts, tokens, G, tok.PAD_ID)
+    got, grads = _value_and_grads(model, lambda: shared_token_logprobs(model, batch, 0.7), weights)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    for name in ref_grads:
+        torch.testing.assert_close(grads[name], ref_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+    assert any(g.abs().max() > 0 for g in grads.values())
+
+
+def test_shared_prefix_minibatch_of_rows_equals_those_rows():
+    """A minibatch that splits a prompt's G rows (SharedBatch.select) scores exactly those rows."""
+    model = make_model(13)
+    prompts = random_prompts(3, seed=13, lo=2, hi=10)
+    tokens, _, _ = _scored(model, prompts, 4, 6, seed=14)
+    batch = pack_shared(prompts, tokens, 4)
+    with torch.no_grad():
+        full = shared_token_logprobs(model, batch)
+        for rows in torch.arange(12).chunk(3) + (torch.tensor([1, 9, 2]),):
+            part = shared_token_logprobs(model, batch.select(rows))
+            torch.testing.assert_close(part, full[rows], atol=1e-5, rtol=1e-5)
+
+
+def test_pack_places_prompts_and_completions():
+    tokens = torch.tensor([[7, 8, 9], [5, 6, 4]])
+    idx, pos = pack([[1, 2], [3]], tokens, pad_id=0)
+    assert idx.tolist() == [[1, 2, 7, 8], [3, 5, 6, 0]] and pos.tolist() == [[1, 2, 3], [0, 1, 2]]
+    batch = pack_shared([[1, 2], [3]], torch.tensor([[7, 8, 9], [5, 6, 4], [1, 1, 1], [2, 2, 2]]), 2, pad_id=0)
+    assert batch.prefix.tolist() == [[1], [0]] and batch.start.tolist() == [0, 1]
+    assert batch.owner.tolist() == [0, 0, 1, 1] and batch.inputs[:, 0].tolist() == [2, 2, 3, 3]
+
+
 # ----------------------------------------------------------------------------------------------- sampler
-def test_cached_sampler_equals_naive_at_temperature_zero():
+@pytest.mark.parametrize("static", [False, True])
+def test_cached_sampler_equals_naive_at_temperature_zero(static):
     model = make_model(5)
     prompts = random_prompts(6, seed=5, lo=1, hi=15)
-    a = generate(model, prompts, 20, num_samples=2, temperature=0)
+    a = generate(model, prompts, 20, num_samples=2, temperature=0, static=static)
     b = generate_naive(model, prompts, 20, num_samples=2, temperature=0)
     assert a.tokens.shape == (12, 20)
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
 
 
-def test_cached_sampler_equals_naive_with_stop_token():
-    """Greedy rows of different prompts stop at different steps; tokens, masks and trimming agree."""
+@pytest.mark.parametrize("static,check_every", [(False, 1), (False, 5), (True, 1), (True, 7)])
+def test_cached_sampler_equals_naive_with_stop_token(static, check_every):
+    """Greedy rows of different prompts stop at different steps; tokens, masks and trimming agree, whether the
+    all-stopped check runs every token or every few, on the eager and on the fixed-shape (static) decode."""
     model = make_model(6)
     prompts = random_prompts(8, seed=6)
     greedy = generate(model, prompts, 24, temperature=0).tokens
     stop = int(greedy[0, 3])  # a token row 0 emits at step 3: some rows stop early, others not at all
-    a = generate(model, prompts, 24, temperature=0, stop_token=stop)
+    a = generate(model, prompts, 24, temperature=0, stop_token=stop, static=static, check_every=check_every)
     b = generate_naive(model, prompts, 24, temperature=0, stop_token=stop)
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
     assert a.lengths[0] <= 4 and len(set(a.lengths.tolist())) > 1
@@ -148,6 +213,25 @@ def test_logprobs_are_those_of_a_full_forward():
             logp = model(seq)[0, len(p) - 1:-1].log_softmax(-1)
         ref = logp.gather(1, out.tokens[r][:, None]).squeeze(1)
         torch.testing.assert_close(out.logprobs[r], ref, atol=1e-4, rtol=1e-4)
+
+
+def test_static_decode_equals_eager_when_sampling():
+    """Seeded sampling until every row has stopped (at different steps): the fixed-shape decode draws the same
+    tokens with the same log-probs as the eager one, and a late all-stopped check (every 8 tokens) changes no
+    output: the result still ends at the last row's stop."""
+    model = GPT(CFG).eval()
+    model.lm_head = torch.nn.Linear(CFG.n_embd, CFG.vocab_size)  # untied, with a bias making <|end|> likely
+    with torch.no_grad():
+        model.lm_head.weight.copy_(model.wte.weight)
+        model.lm_head.bias.zero_()[tok.END_ID] = 4.0                # about 1 in 6 per step
+    prompts = random_prompts(5, seed=12, lo=1, hi=10)
+    run = lambda **kw: generate(model, prompts, 40, num_samples=3, stop_token=tok.END_ID,
+                                generator=torch.Generator().manual_seed(3), **kw)
+    a = run()
+    assert a.tokens.shape[1] < 40 and len(set(a.lengths.tolist())) > 1
+    for other in (run(check_every=8), run(static=True), run(static=True, check_every=8)):
+        assert torch.equal(a.tokens, other.tokens) and torch.equal(a.mask, other.mask)
+        torch.testing.assert_close(a.logprobs, other.logprobs, atol=1e-5, rtol=1e-5)
 
 
 def test_rows_of_one_prompt_sample_their_own_first_token():
