@@ -22,21 +22,25 @@ def step_seed(*parts):
 
 
 def demonstration_batch(task, args, step, device):
-    """sft_batch_size demonstrations, each an answer set of 1 or num_answers answers, as (prompts, tokens, mask)."""
-    problems = task.problems("train", args.sft_batch_size, seed=step_seed(args.base_seed, 1, step))
+    """sft_batch_size demonstrations as (prompts, tokens, mask): sft_batch_size / sft_group problems, each asked
+    for 1 or num_answers answers, with sft_group independent demonstrations of it (rows prompt-major, as the
+    sampler's), so each prompt is encoded once for its sft_group completions (model.pack_shared)."""
+    g = args.sft_group
+    problems = task.problems("train", args.sft_batch_size // g, seed=step_seed(args.base_seed, 1, step))
     rng = np.random.default_rng(step_seed(args.base_seed, 2, step))
     prompts, rows = [], []
     for p in problems:
         m = int(rng.choice([1, args.num_answers]))
-        # half the prompts carry a goal-conditioned weights line (w ~ Dir(1)) that the demonstration ignores, so
+        # half the prompts carry a goal-conditioned weights line (w ~ Dir(1)) that the demonstrations ignore, so
         # every base reads such prompts (goal_cond) without having been shown how to use them
         w = rng.dirichlet(np.ones(task.dim)) if task.dim > 1 and rng.random() < 0.5 else None
         prompts.append(prompt_ids(task, p, m, w))
-        rows.append(tok.encode_special(task.demonstration(p, m, rng, style=args.warm_start)) + [tok.END_ID])
-    T = max(map(len, rows))
-    tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows], device=device)
-    mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows], device=device)
-    return prompts, tokens, mask
+        rows += [tok.encode_special(task.demonstration(p, m, rng, style=args.warm_start)) + [tok.END_ID]
+                 for _ in range(g)]
+    lens = torch.tensor([len(r) for r in rows])
+    tokens = torch.tensor([r + [tok.END_ID] * (int(lens.max()) - len(r)) for r in rows])
+    mask = torch.arange(tokens.shape[1])[None, :] < lens[:, None]                  # (B, T): each row's own tokens
+    return prompts, tokens.to(device), mask.to(device)
 
 
 def sft_step(model, train_model, opt, task, args, step, device):
@@ -45,9 +49,10 @@ def sft_step(model, train_model, opt, task, args, step, device):
     for group in opt.param_groups:
         group["lr"] = lr
     prompts, tokens, mask = demonstration_batch(task, args, step, device)
-    # one demonstration per prompt (G = 1): the shared-prefix forward measured 10% faster than the packed one here
-    # (64 maze demonstrations, fwd + bwd, 1 thread: 1.31-1.38 s vs 1.46-1.51 s), and it is the one RL uses
-    logp = shared_token_logprobs(train_model, pack_shared(prompts, tokens, 1, tok.PAD_ID), 1.0, args.dtype != "float32")
+    # sft_group demonstrations per prompt share its keys and values: the prompt (117 tokens on the maze, longer
+    # than its answers) is encoded once per group, not once per demonstration
+    batch = pack_shared(prompts, tokens, args.sft_group, tok.PAD_ID)
+    logp = shared_token_logprobs(train_model, batch, 1.0, args.dtype != "float32")
     loss = -(logp * mask).sum() / mask.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()

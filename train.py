@@ -76,10 +76,12 @@ def get_parser():
     a.add_argument("--n_embd", type=COUNT, default=128, help="model width")
     a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
     a = p.add_argument_group("warm start (supervised on demonstrations)")
-    a.add_argument("--sft_steps", type=COUNT, default=500, help="supervised steps")
+    a.add_argument("--sft_steps", type=COUNT, default=300, help="supervised steps")
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
     a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
                    help="peak learning rate (warmup, cosine to 10%%)")
+    a.add_argument("--sft_group", type=COUNT, default=4,
+                   help="demonstrations per problem in a batch (its prompt is encoded once for them)")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
                    help="demonstrations: diverse (answers that cover the trade-offs) or routes (maze: valid routes "
@@ -141,6 +143,8 @@ def check_args(args):
     if args.eval_answers < args.num_answers * K_FACTORS[-1]:
         raise UsageError(f"--eval_answers ({args.eval_answers}) must be >= the largest k = "
                          f"{args.num_answers * K_FACTORS[-1]} (16 x --num_answers)")
+    if args.sft_batch_size % args.sft_group:
+        raise UsageError(f"--sft_group ({args.sft_group}) must divide --sft_batch_size ({args.sft_batch_size})")
     rollouts = args.batch_size * group_size(args)
     if rollouts % args.minibatches:
         raise UsageError(f"--minibatches ({args.minibatches}) must divide the {rollouts} rollouts of a step")
@@ -263,7 +267,7 @@ def base_dir(args, device):
     """The warm-start cache entry for this task, model and every setting the supervised phase reads
     (precision as resolved on this device; not --compile or the device type, which change only rounding)."""
     keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
-            "base_seed", "num_answers", "warm_start", "grad_clip")
+            "sft_group", "base_seed", "num_answers", "warm_start", "grad_clip")
     key = {k: getattr(args, k) for k in keys}
     key["format"] = BASE_FORMAT
     key["task_opt"] = parse_task_options(args.task_opt)
