@@ -4,6 +4,7 @@ Benchmarks (scripts, not tests): sampler throughput, the time of one RL step, an
     python bench.py sampler                  # cached vs naive sampling, and the FLOP limit of this machine
     python bench.py sampler --device cuda    # the same on a GPU (bf16); --static [--compile]: fixed-shape decode
     python bench.py rl                       # one optimizer step: the maze run's shapes, then the TRL peer's
+    python bench.py sft                      # one warm-start step: --sft_group 1 vs 4 (prompt encoded once)
     python bench.py tasks                    # answers scored per second (maze, code), mazes and
                                              # demonstrations drawn per second; one core
 
@@ -290,9 +291,35 @@ def bench_tasks(args):
         print(f"maze design={design}: " + ", ".join(rates))
 
 
+def bench_sft(args):
+    """One warm-start step (64 demonstrations of the default maze, routes style) with each demonstration
+    re-encoding its prompt (--sft_group 1) against 4 demonstrations per prompt sharing it (the default)."""
+    import train
+    from sft import sft_step
+    from tasks import get_task
+    device = pick_device(args.device)
+    task = get_task("maze")
+    times = {}
+    for group in (1, 4, 1, 4):  # interleaved, so both see the same machine
+        targs = train.get_parser().parse_args(["--sft_group", str(group), "--warm_start", "routes"])
+        targs.algo = "sft"
+        model = train.new_model(targs, device)
+        opt = model.configure_optimizer(targs.sft_lr, 0.0, (0.9, 0.95), device_type=device.type)
+        ts = []
+        for step in range(args.steps + 1):
+            t0 = time.perf_counter()
+            sft_step(model, model, opt, task, targs, step, device)
+            sync(device)
+            ts.append(time.perf_counter() - t0)
+        times.setdefault(group, []).append(sorted(ts[1:])[len(ts[1:]) // 2])
+    for group, ts in times.items():
+        print(f"warm-start step, --sft_group {group}: " + ", ".join(f"{t:.3f} s" for t in ts) + " (median per run)")
+    print(f"speed-up of --sft_group 4: " + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[4])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["sampler", "rl", "tasks"], help="which benchmark")
+    ap.add_argument("what", choices=["sampler", "rl", "sft", "tasks"], help="which benchmark")
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: cuda if there is one")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default), as the peers'")
     ap.add_argument("--static", action="store_true", help="fixed-shape decode steps (sample.generate static=True)")
@@ -313,7 +340,7 @@ def main():
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    {"sampler": bench_sampler, "rl": bench_rl, "tasks": bench_tasks}[args.what](args)
+    {"sampler": bench_sampler, "rl": bench_rl, "sft": bench_sft, "tasks": bench_tasks}[args.what](args)
 
 
 if __name__ == "__main__":
