@@ -179,12 +179,15 @@ def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path):
 
 def test_the_step_seeds_every_draw(rl, monkeypatch):
     """Nothing random is carried from step to step (no RNG state is saved), so every draw must be seeded by the
-    step and the prompt: two steps, and two prompts of a step, never share a sampling stream or VPO weights."""
-    seeds, weights = [], []
+    step and the prompt: two steps, and two prompts of a step, never share a sampling stream or VPO weights, and
+    two steps draw different problems."""
+    seeds, weights, problems = [], [], []
     real_rollout, real_vpo = train.rollout, vpo.vpo_advantages
-    monkeypatch.setattr(train, "rollout", lambda *a, **k: seeds.append(k["seeds"]) or real_rollout(*a, **k))
+    monkeypatch.setattr(train, "rollout", lambda *a, **k: seeds.append(k["seeds"]) or problems.append(a[2])
+                        or real_rollout(*a, **k))
     monkeypatch.setattr(vpo, "vpo_advantages", lambda *a, **k: weights.append(k["weights"]) or real_vpo(*a, **k))
     assert rl("--algo", "vpo", "--steps", "2") == 0
     assert len(seeds) == 2 and len({s for step in seeds for s in step}) == 4      # 2 steps x 2 prompts
+    assert problems[0] != problems[1]
     assert weights[0].shape == (2, 100, 2)
     assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[0][0], weights[0][1])
