@@ -117,6 +117,14 @@ def gather_groups(x, B, minibatches):
     return out
 
 
+def loss_share(mask, agg):
+    """This process's share of a minibatch's loss: its tokens / all processes' tokens for token-mean (one global
+    token-mean), 1 / world for the per-sequence means (every process holds as many rows). 1 in one process."""
+    if agg != "token-mean":
+        return 1.0 / world()
+    n = mask.sum()
+    return float(n / all_sum(n).clamp_min(1)) if world() > 1 else 1.0
+
 def sum_gradients(model):
     """Sum every parameter's gradient over ranks (one flat all_reduce). Each rank's loss is already its share of
     the global loss (e.g. its tokens' sum / the global token count), so the sum is the global loss's gradient."""

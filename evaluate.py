@@ -17,8 +17,10 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
     distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
     pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  vpo.pareto_metrics
     pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
-Command line: evaluate any checkpoint written by train.py on its task's test problems:
-    python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt
+Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
+problems are split across the processes; the metrics are the same):
+    python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt [--device cuda] [--dtype float32]
+    torchrun --standalone --nproc_per_node=8 evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt --device cuda
 """
 import json
 import math

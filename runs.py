@@ -239,6 +239,14 @@ def resumed_args(saved, given, defaults, step, may_change):
     return args
 
 
+def check_resume_device(state, device):
+    """An optimizer state written on one device type (fused AdamW on CUDA) is not carried to another: refused."""
+    saved = state.get("device", "cpu")
+    if saved != device.type:
+        raise UsageError(f"--resume: the run was written on {saved} and cannot continue on {device.type} (its "
+                         f"optimizer state is {saved}'s); resume it with --device {saved}, or start a new run "
+                         f"from its weights with --init")
+
 def truncate_logs(directory, step):
     """On resume, keep the log rows up to the checkpoint's step (later ones will be written again), and drop a
     partial last line (a write cut short by a kill or a full disk). Both files are read before either is

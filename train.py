@@ -16,9 +16,10 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
    task, one advantage per rollout from vpo.py, then one PPO epoch of vpo.policy_loss (clip, dual clip, k3 KL
    to the frozen base, token-mean) in --minibatches updates.
 3. Evaluation on held-out test problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
-Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, RNG states, step,
-args), log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png.
---resume continues a stopped run bit for bit. Run directories, the cache's lock and the checks: runs.py.
+Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, step, args, device),
+log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. No RNG state:
+every draw is seeded by (seed, step, prompt index), so --resume continues a stopped run bit for bit. Run
+directories, the cache's lock and the checks: runs.py. More than one device: torchrun (dist.py, README).
 """
 import argparse
 import contextlib
@@ -38,8 +39,8 @@ from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
 from model import GPT, GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import (COUNT, MULTI_ANSWER, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
                   check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
-                  load_model, make_task, number, parse_task_options, pick_device, resumed_args, set_deterministic,
-                  truncate_logs)
+                  check_resume_device, load_model, make_task, number, parse_task_options, pick_device, resumed_args,
+                  set_deterministic, truncate_logs)
 from sample import step_seed
 from sft import Prefetch, demonstration_batch, sft_step
 from tasks import TASKS
@@ -259,7 +260,7 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
         loss, s = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows], tmask[rows],
                                   args.clip, args.clip, args.dual_clip, None if ref is None else ref[rows],
                                   args.kl_coef, args.agg)
-        share = loss_share(tmask[rows], args.agg)
+        share = dist.loss_share(tmask[rows], args.agg)
         opt.zero_grad(set_to_none=True)
         (loss * share).backward()
         dist.sum_gradients(model)                                                    # the whole minibatch's gradient
@@ -278,14 +279,6 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
             "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
             "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
 
-
-def loss_share(mask, agg):
-    """This process's share of a minibatch's loss: its tokens / all processes' tokens for token-mean (one global
-    token-mean), 1 / world for the per-sequence means (every process holds as many rows). 1 in one process."""
-    if agg != "token-mean":
-        return 1.0 / dist.world()
-    n = mask.sum()
-    return float(n / dist.all_sum(n).clamp_min(1)) if dist.world() > 1 else 1.0
 
 
 # ------------------------------------------------------------------------------------------ run management
@@ -427,14 +420,6 @@ def resume_state(argv, args, directory):
                          f"many (here {dist.env_world_size()})")
     return model, state, args
 
-
-def check_resume_device(state, device):
-    """An optimizer state written on one device type (fused AdamW on CUDA) is not carried to another: refused."""
-    saved = state.get("device", "cpu")
-    if saved != device.type:
-        raise UsageError(f"--resume: the run was written on {saved} and cannot continue on {device.type} (its "
-                         f"optimizer state is {saved}'s); resume it with --device {saved}, or start a new run "
-                         f"from its weights with --init")
 
 
 def prepare(argv):
