@@ -1,7 +1,7 @@
 """python tests/scripted_train.py ARGS: train.py with a scripted toy reward, so that rewards differ within every
 group and RL moves the weights even from an untrained base (tests/test_runs.py kills it with SIGKILL).
 With SCRIPTED_DUMP=DIR, every process also saves the weights it ends with to DIR/rankR.pt (tests/test_dist.py
-launches it under torchrun and compares the ranks)."""
+launches it under torchrun and compares the ranks); with SCRIPTED_NO_FINISH=1, no final evaluation."""
 import os
 import sys
 
@@ -28,6 +28,8 @@ def dumping(finish, directory):
 
 if __name__ == "__main__":
     ToyTask.score = score
+    if os.environ.get("SCRIPTED_NO_FINISH"):  # no final evaluation, plots or summary
+        train.finish = lambda *a, **k: None
     if os.environ.get("SCRIPTED_DUMP"):
         train.finish = dumping(train.finish, os.environ["SCRIPTED_DUMP"])
     sys.exit(train.main(sys.argv[1:]))

@@ -45,6 +45,15 @@ def test_resume_on_another_device_type_is_refused(run, tmp_path, capsys):
     assert (tmp_path / "sft-toy-s0" / "ckpt.pt").read_bytes() == before
 
 
+def test_resume_with_another_number_of_processes_is_refused(run, tmp_path, capsys):
+    (tmp_path / "sft-toy-s0").mkdir()
+    state = torch.load(run / "sft-toy-s0" / "ckpt.pt", weights_only=True)
+    assert state["world"] == 1
+    state["world"] = 2
+    torch.save(state, tmp_path / "sft-toy-s0" / "ckpt.pt")
+    refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path), "--resume"]), "started with 2 processes")
+
+
 def test_dtype_float32_reaches_every_sampler(run, monkeypatch):
     """use_amp: the tool's --dtype, else the run's; generate picks an fp32 cache without amp, bf16 on CUDA with."""
     assert sample.precision(torch.device("cuda"), amp=False) == torch.float32

@@ -51,6 +51,22 @@ def test_two_processes_train_the_weights_of_one(tmp_path):
         torch.testing.assert_close(rank0[k], one[k], rtol=1e-4, atol=1e-5, msg=k)
 
 
+def test_two_processes_stopped_and_resumed_end_where_they_would_have(tmp_path):
+    """Under torchrun, 3 RL steps straight == 2 steps, stop, --resume to 3 (same number of processes): bit for bit.
+    (A kill -9 of any rank leaves the last atomic checkpoint too; torchrun then stops the others.)"""
+    quick = {"SCRIPTED_NO_FINISH": "1"}
+    launch("tests/scripted_train.py", RUN + ["--out_dir", str(tmp_path), "--run_name", "straight"], 2, quick)
+    stop = RUN[:RUN.index("--steps") + 1] + ["2"] + RUN[RUN.index("--steps") + 2:]
+    launch("tests/scripted_train.py", stop + ["--out_dir", str(tmp_path), "--run_name", "stopped"], 2, quick)
+    launch("tests/scripted_train.py", RUN + ["--out_dir", str(tmp_path), "--run_name", "stopped", "--resume"], 2,
+           {**quick, "SCRIPTED_DUMP": str(tmp_path)})
+    a, b = (torch.load(tmp_path / name / "ckpt.pt", weights_only=True) for name in ("straight", "stopped"))
+    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)  # what rank 1 resumed to, unwritten
+    assert a["step"] == b["step"] == 3 and a["world"] == 2
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]) and torch.equal(a["model"][k], rank1[k]), k
+
+
 def test_two_processes_evaluate_like_one(tmp_path):
     """evaluate.py under torchrun (3 problems: shares of 2 and 1) writes the metrics of one process, exactly."""
     out = tmp_path / "run"
