@@ -19,10 +19,10 @@ from sample import step_seed  # noqa: F401 (also imported from here)
 from tasks import tokenizer as tok
 
 
-def demonstration_batch(task, args, step, indices=None):
+def demonstration_batch(task, args, step, device="cpu", indices=None):
     """Demonstrations indices (default: all sft_batch_size) of the step's batch, each an answer set of 1 or
-    num_answers answers, as (prompts, tokens, mask) on the CPU. Demonstration i draws from its own seed
-    (base_seed, step, i): the same whichever process builds it."""
+    num_answers answers, as (prompts, tokens, mask). Demonstration i draws from its own seed (base_seed, step,
+    i): the same whichever process builds it."""
     problems = task.problems("train", args.sft_batch_size, seed=step_seed(args.base_seed, 1, step))
     prompts, rows = [], []
     for i in range(args.sft_batch_size) if indices is None else indices:
@@ -36,7 +36,7 @@ def demonstration_batch(task, args, step, indices=None):
     T = max(map(len, rows))
     tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows])
     mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows])
-    return prompts, tokens, mask
+    return prompts, tokens.to(device), mask.to(device)
 
 
 class Prefetch:
@@ -57,14 +57,15 @@ class Prefetch:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def sft_step(model, train_model, opt, args, step, batch, device):
-    """One supervised step on batch = demonstration_batch(...) (this process's share under torchrun); learning
-    rate: linear warmup over 20 steps, then cosine from sft_lr to sft_lr / 10. The loss is the mean NLL over the
-    tokens of every process: sum over this process's tokens / all processes' token count, gradients summed."""
+def sft_step(model, train_model, opt, task, args, step, device, batch=None):
+    """One supervised step on batch = demonstration_batch(...) (default: built now; this process's share under
+    torchrun); learning rate: linear warmup over 20 steps, then cosine from sft_lr to sft_lr / 10. The loss is the
+    mean NLL over the tokens of every process: sum over this process's tokens / all processes' token count,
+    gradients summed."""
     lr = args.sft_lr * (min(1.0, (step + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.sft_steps))))
     for group in opt.param_groups:
         group["lr"] = lr
-    prompts, tokens, mask = batch
+    prompts, tokens, mask = batch or demonstration_batch(task, args, step, device, dist.shard(args.sft_batch_size))
     tokens, mask = tokens.to(device, non_blocking=True), mask.to(device, non_blocking=True)
     # one demonstration per prompt (G = 1): the shared-prefix forward measured 10% faster than the packed one here
     # (64 maze demonstrations, fwd + bwd, 1 thread: 1.31-1.38 s vs 1.46-1.51 s), and it is the one RL uses

@@ -337,8 +337,8 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
     bar = tqdm(range(start, total), initial=start, total=total, desc=f"{args.algo} {args.task}",
                disable=quiet or not main, dynamic_ncols=True)
     t_start = time.perf_counter() - (state or {}).get("seconds", 0.0)
-    demos = Prefetch(lambda s: demonstration_batch(task, args, s, dist.shard(args.sft_batch_size)), start, total) \
-        if sft else None  # the next step's demonstrations are built in a background thread during this step
+    demos = Prefetch(lambda s: demonstration_batch(task, args, s, "cpu", dist.shard(args.sft_batch_size)), start,
+                     total) if sft else None  # the next step's demonstrations are built in a background thread during this step
 
     def checkpoint(step):
         if not all_finite(model):  # keep the last good checkpoint rather than overwrite it with NaNs
@@ -354,7 +354,7 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
     try:
         for step in bar:
             if sft:
-                row = {"step": step + 1, **sft_step(model, train_model, opt, args, step, demos.get(step), device)}
+                row = {"step": step + 1, **sft_step(model, train_model, opt, task, args, step, device, demos.get(step))}
                 bar.set_postfix(loss=f"{row['loss']:.3f}")
             else:
                 row = rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, device)

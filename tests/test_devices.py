@@ -113,7 +113,7 @@ def test_demonstrations_are_prefetched_in_order_and_shard_invariant():
     task = train.make_task("toy", [])
     args = train.get_parser().parse_args(["--task", "toy", "--sft_batch_size", "6", "--warm_start", "diverse"])
     full = sft.demonstration_batch(task, args, 3)
-    part = sft.demonstration_batch(task, args, 3, range(4, 6))
+    part = sft.demonstration_batch(task, args, 3, "cpu", range(4, 6))
     assert full[0][4:] == part[0]
     T = part[1].shape[1]
     assert torch.equal(full[1][4:, :T], part[1]) and torch.equal(full[2][4:, :T], part[2])
