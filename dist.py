@@ -66,12 +66,20 @@ def broadcast(obj):
     return box[0]
 
 
+def _on_backend(x):
+    """x where the backend can reduce it: NCCL only moves CUDA tensors (not run: no GPU here), gloo CPU ones."""
+    if td.get_backend() == "nccl":
+        return x.to(torch.device("cuda", torch.cuda.current_device()))
+    return x.cpu()
+
+
 def all_sum(x):
-    """The sum over ranks of a tensor (a new tensor; x is left as it was)."""
-    x = x.clone()
-    if world() > 1:
-        td.all_reduce(x)
-    return x
+    """The sum over ranks of a tensor (a new tensor on x's device; x is left as it was)."""
+    if world() == 1:
+        return x.clone()
+    y = _on_backend(x).clone()
+    td.all_reduce(y)
+    return y.to(x.device)
 
 
 def gather_objects(items):
@@ -109,11 +117,12 @@ def gather_groups(x, B, minibatches):
         return x
     if x.dtype == torch.bool:  # gloo gathers numbers
         return gather_groups(x.to(torch.uint8), B, minibatches).bool()
-    parts = [torch.empty_like(x) for _ in range(world())]
-    td.all_gather(parts, x.contiguous())
+    y = _on_backend(x).contiguous()
+    parts = [torch.empty_like(y) for _ in range(world())]
+    td.all_gather(parts, y)
     out = x.new_empty((B, *x.shape[1:]))
     for r, part in enumerate(parts):
-        out[shard_groups(B, minibatches, r)] = part
+        out[shard_groups(B, minibatches, r)] = part.to(x.device)
     return out
 
 
@@ -135,4 +144,4 @@ def sum_gradients(model):
     flat = torch.cat([g.reshape(-1) for g in grads])
     td.all_reduce(flat)
     for p, g in zip(params, flat.split([g.numel() for g in grads])):
-        p.grad = g.view_as(p).clone()
+        p.grad = g.view_as(p)

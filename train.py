@@ -266,7 +266,8 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
         dist.sum_gradients(model)                                                    # the whole minibatch's gradient
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         opt.step()
-        stats.append({k: float(dist.all_sum(torch.tensor(v * share, dtype=torch.float64))) for k, v in s.items()})
+        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))  # token-weighted
+        stats.append(dict(zip(s, summed.tolist())))
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
     set_r = vpo.set_rewards(rewards, mask, log_weights.expand(rewards.shape[0], -1, -1))
