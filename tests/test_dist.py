@@ -9,7 +9,7 @@ import sys
 import torch
 
 import dist
-from sample import generate, prompt_uniforms
+from sample import generate, generate_naive, prompt_uniforms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96", "--quiet",
@@ -94,6 +94,8 @@ def test_a_prompt_samples_the_same_tokens_in_any_batch():
     torch.testing.assert_close(full.logprobs[2 * S:], part.logprobs)
     other = generate(model, prompts[2:], T, S, 1.0, uniforms=prompt_uniforms([15, 16], S, T))
     assert not torch.equal(other.tokens, part.tokens)  # the seeds do matter
+    naive = generate_naive(model, prompts, T, S, 1.0, uniforms=prompt_uniforms(seeds, S, T))
+    assert torch.equal(naive.tokens, full.tokens)  # the reference sampler reads the same uniforms
 
 
 def test_shards_cover_the_batch_and_minibatches_line_up():
