@@ -174,7 +174,8 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
         if compile:
             step = torch.compile(step, fullgraph=True, dynamic=False)
         for t in range(T):
-            tok, lp = _pick(logits, temperature, top_k, top_p, generator, None if uniforms is None else uniforms[:, t])
+            u = None if uniforms is None else uniforms[:, t]                    # (R,) this step's draws
+            tok, lp = _pick(logits, temperature, top_k, top_p, generator, u)
             tokens[:, t], logprobs[:, t] = tok, lp
             if stop_token is not None:
                 done |= tok == stop_token

@@ -188,8 +188,9 @@ def group_size(args):
 def prompt_weights(args, stream, step, B, N, D, alpha=1.0, sampler="iid"):
     """N weight vectors w ~ Dir(alpha) for each of the step's B prompts, prompt b's from its own seed
     (seed, stream, step, b): the same draws whichever process holds the prompt. -> (B, N, D)"""
-    return torch.cat([vpo.sample_weights(1, N, D, alpha, torch.Generator().manual_seed(step_seed(args.seed, stream, step, b)),
-                                         sampler) for b in range(B)])
+    def generator(b):
+        return torch.Generator().manual_seed(step_seed(args.seed, stream, step, b))
+    return torch.cat([vpo.sample_weights(1, N, D, alpha, generator(b), sampler) for b in range(B)])
 
 
 def advantages(args, task, rewards, mask, step, goal_weights=None):
@@ -338,8 +339,9 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
     bar = tqdm(range(start, total), initial=start, total=total, desc=f"{args.algo} {args.task}",
                disable=quiet or not main, dynamic_ncols=True)
     t_start = time.perf_counter() - (state or {}).get("seconds", 0.0)
+    # the next step's demonstrations are built in a background thread while this step trains
     demos = Prefetch(lambda s: demonstration_batch(task, args, s, "cpu", dist.shard(args.sft_batch_size)), start,
-                     total) if sft else None  # the next step's demonstrations are built in a background thread during this step
+                     total) if sft else None
 
     def checkpoint(step):
         if not all_finite(model):  # keep the last good checkpoint rather than overwrite it with NaNs
@@ -484,7 +486,7 @@ def warm_start(args, task, device, quiet):
         done = state["step"] if state else 0
         if main:
             print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps"
-                  f"{f', resuming at step {done}' if done else ''}{f' on {dist.world()} processes' if dist.world() > 1 else ''})")
+                  f"{f', resuming at step {done}' if done else ''}, {dist.world()} process(es))")
         seconds = train(base_args, task, model, directory, device, state, quiet, ckpt_name="partial.pt")
         if main:
             os.replace(partial, path)

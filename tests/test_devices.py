@@ -70,7 +70,8 @@ def test_dtype_float32_reaches_every_sampler(run, monkeypatch):
     for module in (sample, evaluate, search):
         monkeypatch.setattr(module, "generate", spy)
     monkeypatch.setattr(sample, "precision", lambda device, amp=True: inner.append(amp) or real_precision(device, amp))
-    monkeypatch.setattr(sample, "autocast", lambda kind, enabled=True: inner.append(enabled) or real_autocast(kind, enabled))
+    monkeypatch.setattr(sample, "autocast",
+                        lambda kind, enabled=True: inner.append(enabled) or real_autocast(kind, enabled))
     ckpt = str(run / "sft-toy-s0" / "ckpt.pt")  # a --dtype float32 run: the tools follow it by default
     assert evaluate.main(["--ckpt", ckpt, "--problems", "1", "--answers", "48"]) == 0
     assert sample.main(["--ckpt", ckpt, "--num_samples", "1", "--max_new_tokens", "4"]) == 0
