@@ -522,7 +522,8 @@ def main(argv=None):
         seconds = train(args, task, model, directory, device, state, quiet)
         finish(args, task, model, directory, seconds, device)
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun, once (every process found the same mistake)
+            print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
         dist.teardown()
