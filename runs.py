@@ -240,8 +240,9 @@ def resumed_args(saved, given, defaults, step, may_change):
 
 
 def check_resume_device(state, device):
-    """An optimizer state written on one device type (fused AdamW on CUDA) is not carried to another: refused."""
-    saved = state.get("device", "cpu")
+    """An optimizer state written on one device type (fused AdamW on CUDA) is not carried to another: refused.
+    (Checkpoints written before the device was recorded are not checked.)"""
+    saved = state.get("device", device.type)
     if saved != device.type:
         raise UsageError(f"--resume: the run was written on {saved} and cannot continue on {device.type} (its "
                          f"optimizer state is {saved}'s); resume it with --device {saved}, or start a new run "

@@ -479,7 +479,7 @@ def warm_start(args, task, device, quiet):
         model, state = new_model(args, device), None
         if dist.broadcast(os.path.isfile(partial) if main else None):
             saved, state = load_model(partial, device, need=("step", "optimizer"))
-            if state.get("device", "cpu") == device.type:  # else its optimizer state is another device's: start over
+            if state.get("device", device.type) == device.type:  # else its optimizer is another device's: start over
                 model = saved
             else:
                 state = None
