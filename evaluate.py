@@ -17,8 +17,10 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
     distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
     pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  vpo.pareto_metrics
     pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
-Command line: evaluate any checkpoint written by train.py on its task's test problems:
-    python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt
+Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
+problems are split across the processes; the metrics are the same):
+    python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt [--device cuda] [--dtype float32]
+    torchrun --standalone --nproc_per_node=8 evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt --device cuda
 """
 import json
 import math
@@ -28,8 +30,9 @@ import sys
 import numpy as np
 import torch
 
+import dist
 import vpo
-from sample import generate
+from sample import generate, prompt_uniforms, step_seed
 from tasks import Task
 from tasks import tokenizer as tok
 
@@ -55,16 +58,20 @@ def completion_texts(gen):
     return texts
 
 
-def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, weights=None):
+def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
+            amp=True):
     """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
-    prompt, or one per problem (B, D): written into the prompts (goal-conditioned).
+    prompt, or one per problem (B, D): written into the prompts (goal-conditioned). seeds: one per problem, for
+    per-prompt sampling streams (sample.prompt_uniforms), else the one generator. amp: bf16 autocast on CUDA.
 
     -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
     if weights is not None and np.ndim(weights) == 1:
         weights = [weights] * len(problems)
     prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
-    gen = generate(model, prompts, task.max_new_tokens(m), num_samples, temperature, top_p=top_p,
-                   stop_token=tok.END_ID, generator=generator)
+    T = task.max_new_tokens(m)
+    uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
+    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
+                   generator=generator, uniforms=uniforms, amp=amp)
     texts = completion_texts(gen)
     G = num_samples
     scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]
@@ -94,9 +101,13 @@ def _has_hidden_tests(task):
 
 @torch.no_grad()
 def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0.7, seed=0, num_weights=256,
-             max_rows=1024, num_pools=4, weights=None):
+             max_rows=1024, num_pools=4, weights=None, amp=True):
     """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them. weights: the
-    vector written into goal-conditioned prompts (None: plain prompts).
+    vector written into goal-conditioned prompts (None: plain prompts). amp: bf16 autocast on CUDA.
+
+    Problem i samples from its own stream (seeded by (seed, i)), so the metrics do not depend on how the problems
+    are batched. Under torchrun every rank evaluates its share of the problems (dist.shard) and every rank returns
+    the same metrics, gathered: those of one process.
 
     -> (metrics dict, pools): pools holds the valid answers' reward vectors (n, D) of the first num_pools problems.
     """
@@ -105,56 +116,56 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
         raise ValueError(f"ks: largest k = {max(ks)} exceeds the {n_roll * m} answers sampled per problem")
     ks = sorted({*ks, 1} if m == 1 else set(ks))      # k = 1 for single-answer models
     pooled_ks = sorted({1, *ks})                       # the authors' pooled best@k: any k, from k = 1
-    device = next(model.parameters()).device
-    generator = torch.Generator(device=device).manual_seed(seed)
     weights_n = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     hidden = _has_hidden_tests(task)
-    acc = {f"{name}@{k}": [] for name in ("best", "pass", "E_w[best", "pass_hidden") for k in ks}
-    acc.update({f"pooled@{k}": [] for k in pooled_ks})
-    rows = {key: [] for key in ("diversity", "deploy_reward", "distinct_rate", "valid_rate", "pareto_frac",
-                                "pareto_distinct")}
-    dim_means = []
-    solved_counts = []
-    pools = []
     chunk = max(1, max_rows // n_roll)
     was_training = model.training
     model.eval()
-    for start in range(0, len(problems), chunk):
-        batch = problems[start:start + chunk]
-        _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, generator, weights=weights)
+    mine = dist.shard(len(problems))
+    records = []  # (problem index, {metric: value}) of this rank's problems
+    for start in range(mine.start, mine.stop, chunk):
+        batch = problems[start:min(start + chunk, mine.stop)]
+        seeds = [step_seed(seed, start + i) for i in range(len(batch))]
+        _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, weights=weights, seeds=seeds,
+                                             amp=amp)
         for i, problem in enumerate(batch):
+            acc, rows = {}, {}
             r, a = rewards[i], mask[i]                                          # (n_roll, m, D), (n_roll, m)
             answers = [task.parse(t, m) for t in texts[i * n_roll:(i + 1) * n_roll]]
             deploy = r @ w_star                                                 # w*^T r per answer, 0 if masked
             solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
                                    for g in range(n_roll)])
             for k in ks:
-                acc[f"best@{k}"].append(vpo.best_at_k(deploy, k, mask=a))
-                acc[f"pass@{k}"].append(vpo.best_at_k(solved.double(), k))
-                acc[f"E_w[best@{k}"].append(vpo.expected_best_at_k(r, k, weights_n, mask=a))
+                acc[f"best@{k}"] = vpo.best_at_k(deploy, k, mask=a)
+                acc[f"pass@{k}"] = vpo.best_at_k(solved.double(), k)
+                acc[f"E_w[best@{k}"] = vpo.expected_best_at_k(r, k, weights_n, mask=a)
             # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
             slots, written = slot_rewards(r, a, answers), torch.tensor([[y != "" for y in ys] for ys in answers])
             for k in pooled_ks:
-                acc[f"pooled@{k}"].append(vpo.best_at_k(slots @ w_star, k, mask=written, pooled=True))
+                acc[f"pooled@{k}"] = vpo.best_at_k(slots @ w_star, k, mask=written, pooled=True)
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
                 for k in ks:
-                    acc[f"pass_hidden@{k}"].append(vpo.best_at_k(solved_h.double(), k))
-            solved_counts.append(int(solved.sum()))
+                    acc[f"pass_hidden@{k}"] = vpo.best_at_k(solved_h.double(), k)
             flat = [y for ys in answers for y in ys if y]
             pareto = vpo.pareto_metrics(slots, mask=written)
-            rows["diversity"].append(vpo.diversity(r, mask=a))
-            rows["deploy_reward"].append(float((slots @ w_star).mean()))
-            rows["distinct_rate"].append(len(set(flat)) / (n_roll * m))
-            rows["valid_rate"].append(len(flat) / (n_roll * m))
-            rows["pareto_frac"].append(pareto["pareto_frac"])
-            rows["pareto_distinct"].append(pareto["pareto_distinct"])
-            dim_means.append(pareto["dim_mean"])
-            if len(pools) < num_pools:
-                pools.append(r[a].numpy())
+            rows["diversity"] = vpo.diversity(r, mask=a)
+            rows["deploy_reward"] = float((slots @ w_star).mean())
+            rows["distinct_rate"] = len(set(flat)) / (n_roll * m)
+            rows["valid_rate"] = len(flat) / (n_roll * m)
+            rows["pareto_frac"] = pareto["pareto_frac"]
+            rows["pareto_distinct"] = pareto["pareto_distinct"]
+            pool = r[a].numpy() if start + i < num_pools else None
+            records.append((start + i, acc, rows, pareto["dim_mean"], int(solved.sum()), pool))
     model.train(was_training)
+    records = sorted(dist.gather_objects(records), key=lambda rec: rec[0])    # every problem, in order
+    acc = {key: [rec[1][key] for rec in records] for key in records[0][1]}
+    rows = {key: [rec[2][key] for rec in records] for key in records[0][2]}
+    dim_means = [rec[3] for rec in records]
+    solved_counts = [rec[4] for rec in records]
+    pools = [rec[5] for rec in records[:num_pools]]
     metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
                "prompt_weights": None if weights is None else [float(w) for w in weights]}
     for name in ("best", "pass", "E_w[best", "pass_hidden"):
@@ -215,7 +226,7 @@ def report(directory, task, ks, results, label, summary):
 
 
 def main(argv=None):
-    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, test_problems
+    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
     ap = Parser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=PROBLEMS, default=64, help="held-out test problems")
@@ -224,17 +235,26 @@ def main(argv=None):
                     help="sampling temperature (the paper's 0.7; 0 = greedy)")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
     ap.add_argument("--json", default=None, help="also write the metrics to this file")
+    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
     try:
         args = ap.parse_args(argv)
         if args.json and (os.path.isdir(args.json) or not os.path.isdir(os.path.dirname(os.path.abspath(args.json)))):
             raise UsageError(f"--json {args.json}: not a file in an existing directory")
-        model, run, task, m = load_run(args.ckpt)
+        device = pick_device(args.device)
+        model, run, task, m = load_run(args.ckpt, device)
         problems = test_problems(task, args.problems)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    device = dist.setup(device)  # torchrun evaluate.py ...: the problems split across processes
     ks = [run.num_answers * f for f in (1, 2, 4, 8, 16)]
-    metrics, _ = evaluate(model, task, problems, m, ks, max(args.answers, max(ks)), args.temperature, args.seed)
+    metrics, _ = evaluate(model, task, problems, m, ks, max(args.answers, max(ks)), args.temperature, args.seed,
+                          amp=use_amp(args.dtype, getattr(run, "dtype", "auto")))
+    dist.teardown()
+    if not dist.is_main():
+        return 0
     print(format_table(metrics, run.algo))
     if args.json:
         with open(args.json, "w") as f:

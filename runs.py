@@ -100,6 +100,31 @@ def answers_per_rollout(args):
     return args.num_answers if args.algo in MULTI_ANSWER + ("sft",) else 1
 
 
+def pick_device(name):
+    """--device: auto (cuda, then mps, then cpu), cpu, cuda or mps; under torchrun, cuda is this process's GPU
+    (cuda:LOCAL_RANK)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    if name not in ("cpu", "cuda", "mps") or (name == "cuda" and not torch.cuda.is_available()) \
+            or (name == "mps" and not torch.backends.mps.is_available()):
+        raise UsageError(f"--device {name!r} is not available here (choose auto, cpu, cuda or mps)")
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return torch.device(name)
+
+
+def use_amp(dtype, run_dtype="auto"):
+    """--dtype of a tool (auto: the run's own --dtype) -> whether to sample under bf16 autocast (CUDA only)."""
+    return (run_dtype if dtype == "auto" else dtype) != "float32"
+
+
+def set_deterministic():
+    """--deterministic: PyTorch's deterministic kernels (a warning, not an error, for an op that has none) and the
+    fixed cuBLAS workspace they need (set before cuBLAS is first used). Process-wide; CPU runs need neither."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
 def load_model(path, device="cpu", need=()):
     """load_checkpoint, its errors as UsageError; need: keys the checkpoint must hold (e.g. args, step, rng)."""
     try:
@@ -213,6 +238,15 @@ def resumed_args(saved, given, defaults, step, may_change):
         raise UsageError(f"--resume: --steps {args.steps} is below the checkpoint's step {step}")
     return args
 
+
+def check_resume_device(state, device):
+    """An optimizer state written on one device type (fused AdamW on CUDA) is not carried to another: refused.
+    (Checkpoints written before the device was recorded are not checked.)"""
+    saved = state.get("device", device.type)
+    if saved != device.type:
+        raise UsageError(f"--resume: the run was written on {saved} and cannot continue on {device.type} (its "
+                         f"optimizer state is {saved}'s); resume it with --device {saved}, or start a new run "
+                         f"from its weights with --init")
 
 def truncate_logs(directory, step):
     """On resume, keep the log rows up to the checkpoint's step (later ones will be written again), and drop a

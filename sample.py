@@ -26,10 +26,26 @@ Command line (prints samples from a checkpoint trained by train.py):
 import sys
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from model import KVCache, autocast, left_pad
+
+
+def step_seed(*parts):
+    """A deterministic 32-bit seed for one draw of one phase, e.g. (seed, stream, step, prompt index): nothing to
+    save, nothing to drift on resume, and the same for a prompt whichever process or batch it lands in."""
+    return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
+
+
+def prompt_uniforms(seeds, num_samples, max_new_tokens, device=None):
+    """Per-prompt sampling randomness for generate(uniforms=...): (P * num_samples, max_new_tokens) uniforms, prompt
+    i's rows drawn from a generator seeded with seeds[i]. A prompt's rollouts then do not depend on which other
+    prompts share its batch (or its process, under torchrun). Drawn on the CPU and moved: the same draws on any
+    device."""
+    u = [torch.rand((num_samples, max_new_tokens), generator=torch.Generator().manual_seed(int(s))) for s in seeds]
+    return torch.cat(u).to(device)
 
 
 @dataclass
@@ -79,22 +95,24 @@ def sampling_logprobs(logits, temperature=1.0, top_k=None, top_p=None):
     return logits.log_softmax(dim=-1)
 
 
-def _pick(logits, temperature, top_k, top_p, generator):
-    """One token per row -> (tokens (R,), log-probs (R,) under the sampling distribution)."""
+def _pick(logits, temperature, top_k, top_p, generator, u=None):
+    """One token per row -> (tokens (R,), log-probs (R,) under the sampling distribution). u (R,): the rows'
+    uniforms (else drawn from generator)."""
     if temperature == 0:
         tok = logits.argmax(dim=-1)
         return tok, torch.zeros(tok.shape, device=tok.device)  # greedy: a point mass, log-prob 0
     logp = sampling_logprobs(logits, temperature, top_k, top_p)
-    tok = _draw(logp.exp(), generator)
+    tok = _draw(logp.exp(), generator, u)
     return tok, logp.gather(1, tok[:, None]).squeeze(1)
 
 
-def _draw(probs, generator):
+def _draw(probs, generator, u=None):
     """Inverse-CDF sampling, one uniform per row: token i iff cdf[i-1] <= u * cdf[-1] < cdf[i], so a token
     of probability 0 is never drawn. (torch.multinomial draws one exponential per vocabulary entry.)"""
     cdf = probs.cumsum(dim=-1)                                                     # (R, V)
     total = cdf[:, -1:]
-    u = torch.rand(total.shape, generator=generator, device=probs.device) * total
+    u = torch.rand(total.shape, generator=generator, device=probs.device) if u is None else u[:, None]
+    u = u * total
     u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))         # u < total after rounding
     return torch.searchsorted(cdf, u, right=True).squeeze(1)
 
@@ -122,9 +140,13 @@ def _decode_step(model, cache):
 
 @torch.no_grad()
 def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-             stop_token=None, generator=None, static=False, compile=False, check_every=None):
+             stop_token=None, generator=None, static=False, compile=False, check_every=None, uniforms=None, amp=True):
     """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache.
 
+    Randomness: one uniform per row and step, from generator (one stream for the whole batch), or taken from
+    uniforms (R, >= max_new_tokens) when given (prompt_uniforms: per-prompt streams, so any split of the prompts
+    across batches or processes samples the same tokens). amp=False: no bf16 autocast and an fp32 KV cache on
+    CUDA (--dtype float32); on CPU and MPS everything is fp32 anyway.
     The loop reads nothing back from the device except, every check_every tokens (default: every token on CPU,
     where it costs nothing, every 16 on a GPU), whether all rows have stopped. The output is the same for any
     check_every; only the generator's state afterwards differs (a late check draws the extra steps' uniforms).
@@ -137,12 +159,14 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
     check_every = check_every or (1 if device.type == "cpu" else 16)
     idx, start = left_pad(prompts, 0, device)                          # every prompt ends in slot Tp - 1
     P, Tp = idx.shape
-    cache_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    cache_dtype = precision(device, amp)
     R, T = P * num_samples, max_new_tokens
+    if uniforms is not None and (uniforms.shape[0] != R or uniforms.shape[1] < T):
+        raise ValueError(f"uniforms: shape {tuple(uniforms.shape)}, need ({R}, >= {T})")
     tokens = torch.zeros((R, T), dtype=torch.long, device=device)
     logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
     done = torch.zeros(R, dtype=torch.bool, device=device)
-    with autocast(device.type):
+    with autocast(device.type, amp):
         cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype, static=static)
         x = model(idx, kv_cache=cache, head=False)[:, -1]             # prefill once per prompt: (P, C)
         logits = model.logits_fp32(x).repeat_interleave(num_samples, dim=0)  # (R, V): each row samples its own
@@ -150,7 +174,8 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
         if compile:
             step = torch.compile(step, fullgraph=True, dynamic=False)
         for t in range(T):
-            tok, lp = _pick(logits, temperature, top_k, top_p, generator)
+            u = None if uniforms is None else uniforms[:, t]                    # (R,) this step's draws
+            tok, lp = _pick(logits, temperature, top_k, top_p, generator, u)
             tokens[:, t], logprobs[:, t] = tok, lp
             if stop_token is not None:
                 done |= tok == stop_token
@@ -165,20 +190,26 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
     return gen
 
 
+def precision(device, amp=True):
+    """The KV cache's dtype: bf16 under CUDA autocast (amp), fp32 otherwise."""
+    return torch.bfloat16 if device.type == "cuda" and amp else torch.float32
+
+
 @torch.no_grad()
 def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-                   stop_token=None, generator=None):
+                   stop_token=None, generator=None, uniforms=None, amp=True):
     """Reference sampler: no cache, no padding; a full forward of the whole sequence for every new token."""
     _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
     device = next(model.parameters()).device
     rows_tok, rows_lp = [], []
-    with autocast(device.type):
-        for p in prompts:
+    with autocast(device.type, amp):
+        for i, p in enumerate(prompts):
             x = torch.tensor(p, dtype=torch.long, device=device).repeat(num_samples, 1)  # (S, Tp)
             lps = []
-            for _ in range(max_new_tokens):
+            for t in range(max_new_tokens):
                 logits = model(x)[:, -1]
-                tok, lp = _pick(logits, temperature, top_k, top_p, generator)
+                u = None if uniforms is None else uniforms[i * num_samples:(i + 1) * num_samples, t]
+                tok, lp = _pick(logits, temperature, top_k, top_p, generator, u)
                 x, lps = torch.cat([x, tok[:, None]], dim=1), lps + [lp]
                 if stop_token is not None and bool((x[:, len(p):] == stop_token).any(1).all()):
                     break
@@ -192,7 +223,7 @@ def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.
 
 
 def main(argv=None):
-    from runs import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number
+    from runs import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number, pick_device, use_amp
     from tasks import tokenizer as tok
 
     ap = Parser(description="Print samples from a checkpoint.")
@@ -207,10 +238,16 @@ def main(argv=None):
     ap.add_argument("--top_k", type=COUNT, default=None, help="sample among the k most likely tokens")
     ap.add_argument("--top_p", type=number(float, high=1, above=0), default=None, help="nucleus sampling mass")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
+    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
     task = problem = None
     try:
         args = ap.parse_args(argv)
-        model, state = load_model(args.ckpt)
+        device = pick_device(args.device)
+        model, state = load_model(args.ckpt, device)
+        saved = state.get("args") if isinstance(state.get("args"), dict) else {}
+        amp = use_amp(args.dtype, saved.get("dtype", "auto"))  # auto: the run's precision
         if args.prompt is None and "args" in state:  # a train.py checkpoint: sample on its task
             _, run, task, m = load_run(args.ckpt)
             try:
@@ -223,7 +260,7 @@ def main(argv=None):
         prompt = [tok.BOS_ID] + tok.encode(text)
         max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
         out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
-                       stop_token=tok.END_ID, generator=torch.Generator().manual_seed(args.seed))
+                       stop_token=tok.END_ID, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp)
     except (UsageError, ValueError) as e:  # ValueError: generate refusing the prompt's length
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -29,11 +29,11 @@ from sample import generate
 from tasks import tokenizer as tok
 
 
-def best_of_k(model, task, problems, m, k, temperature=0.7, generator=None):
+def best_of_k(model, task, problems, m, k, temperature=0.7, generator=None, amp=True):
     """For each problem: ceil(k/m) rollouts, the first k answers, the best by w*^T r.
     -> list of (answer, reward vector, score); a problem with no valid answer gives ('', zeros, 0)."""
     n_roll = math.ceil(k / m)
-    _, _, texts, rewards, mask = rollout(model, task, problems, m, n_roll, temperature, generator)
+    _, _, texts, rewards, mask = rollout(model, task, problems, m, n_roll, temperature, generator, amp=amp)
     w = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     out = []
     for i, problem in enumerate(problems):
@@ -91,7 +91,7 @@ class Population:
 
 @torch.no_grad()
 def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
-           seed=0):
+           seed=0, amp=True):
     """Evolutionary search on every problem at once. -> list of dicts: solved_at (budget spent when the first
     solving program appeared, or None), used (<= budget), population size, best program."""
     device = next(model.parameters()).device
@@ -101,7 +101,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
     cost = pops[0].cost if pops else 1
     # the initial population: a quarter of the budget in fresh samples from the plain prompt
     n0 = max(1, (init or budget // 4) // cost)
-    _, _, texts, _, _ = rollout(model, task, problems, m, n0, temperature, generator)
+    _, _, texts, _, _ = rollout(model, task, problems, m, n0, temperature, generator, amp=amp)
     for i, pop in enumerate(pops):
         for t in texts[i * n0:(i + 1) * n0]:
             pop.add(task.parse(t, m))
@@ -119,7 +119,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
                 prefixes.append(tok.decode(parent[:cut]))
                 owners.append(pop)
         max_new = min(task.max_new_tokens(m), block - max(map(len, prompts)))
-        gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator)
+        gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator, amp=amp)
         for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
             pop.add(task.parse(prefix + text, m))
     results = []
@@ -136,7 +136,7 @@ def solved_by_budget(results, budgets):
 
 
 def main(argv=None):
-    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, test_problems
+    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
@@ -148,16 +148,22 @@ def main(argv=None):
     ap.add_argument("--temperature", type=number(float, 0), default=None,
                     help="default: 0.7 for bestofk, 1.0 for evolve; 0 = greedy")
     ap.add_argument("--seed", type=SEED, default=0, help="search seed")
+    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
     try:
         args = ap.parse_args(argv)
-        model, run, task, m = load_run(args.ckpt)
+        device = pick_device(args.device)
+        model, run, task, m = load_run(args.ckpt, device)
         problems = test_problems(task, args.problems)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.mode == "bestofk":
         temperature = 0.7 if args.temperature is None else args.temperature
-        picks = best_of_k(model, task, problems, m, args.k, temperature, torch.Generator().manual_seed(args.seed))
+        amp = use_amp(args.dtype, getattr(run, "dtype", "auto"))
+        picks = best_of_k(model, task, problems, m, args.k, temperature,
+                          torch.Generator(device=device).manual_seed(args.seed), amp=amp)
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
         print(f"best-of-{args.k} ({run.algo}, m={m}, T={temperature}): mean verifier score "
@@ -165,7 +171,8 @@ def main(argv=None):
               f"solved {sum(task.solved(p[1]) for p in picks)}")
         return 0
     temperature = 1.0 if args.temperature is None else args.temperature
-    results = evolve(model, task, problems, m, args.budget, args.unit, temperature=temperature, seed=args.seed)
+    results = evolve(model, task, problems, m, args.budget, args.unit, temperature=temperature, seed=args.seed,
+                     amp=use_amp(args.dtype, getattr(run, "dtype", "auto")))
     budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
     print(f"evolve ({run.algo}, m={m}, T={temperature}): problems solved within a budget of {args.unit}, "
           f"of {len(problems)}: " + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))

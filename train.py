@@ -16,11 +16,13 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
    task, one advantage per rollout from vpo.py, then one PPO epoch of vpo.policy_loss (clip, dual clip, k3 KL
    to the frozen base, token-mean) in --minibatches updates.
 3. Evaluation on held-out test problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
-Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, RNG states, step,
-args), log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png.
---resume continues a stopped run bit for bit. Run directories, the cache's lock and the checks: runs.py.
+Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, step, args, device),
+log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. No RNG state:
+every draw is seeded by (seed, step, prompt index), so --resume continues a stopped run bit for bit. Run
+directories, the cache's lock and the checks: runs.py. More than one device: torchrun (dist.py, README).
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -31,21 +33,24 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+import dist
 import vpo
 from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
 from model import GPT, GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import (COUNT, MULTI_ANSWER, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
                   check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
-                  load_model, make_task, number, parse_task_options, resumed_args, truncate_logs)
-from sft import sft_step, step_seed
+                  check_resume_device, load_model, make_task, number, parse_task_options, pick_device, resumed_args,
+                  set_deterministic, truncate_logs)
+from sample import step_seed
+from sft import Prefetch, demonstration_batch, sft_step
 from tasks import TASKS
 from tasks import tokenizer as tok
 
 ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "goal_cond", "max_at_k", "gdpo", "maxrl")
 WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
-BASE_FORMAT = 2  # bump when the warm start's code changes what it trains (2: goal lines, maze corners design)
+BASE_FORMAT = 3  # bump when the warm start's code changes what it trains (3: per-demonstration seeds)
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
-RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every")  # what --resume may change
+RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every", "deterministic")  # what --resume may change
 POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
 
 
@@ -70,6 +75,9 @@ def get_parser():
     a.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                    help="auto: bf16 autocast on CUDA, fp32 elsewhere")
     a.add_argument("--compile", action="store_true", help="torch.compile the training forward (opt-in)")
+    a.add_argument("--deterministic", action="store_true",
+                   help="CUDA: deterministic kernels (torch.use_deterministic_algorithms, CUBLAS_WORKSPACE_CONFIG); "
+                        "slower. On CPU runs are deterministic without it")
     a = p.add_argument_group("model (used when training a base from scratch)")
     a.add_argument("--n_layer", type=COUNT, default=4, help="transformer blocks")
     a.add_argument("--n_head", type=COUNT, default=4, help="attention heads")
@@ -125,17 +133,6 @@ def get_parser():
     return p
 
 
-def pick_device(name):
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        return torch.device("mps" if torch.backends.mps.is_available() else "cpu")
-    if name not in ("cpu", "cuda", "mps") or (name == "cuda" and not torch.cuda.is_available()) \
-            or (name == "mps" and not torch.backends.mps.is_available()):
-        raise UsageError(f"--device {name!r} is not available here (choose auto, cpu, cuda or mps)")
-    return torch.device(name)
-
-
 def check_args(args):
     """What the flags' own ranges cannot say, checked before anything is written."""
     if args.n_embd % args.n_head:
@@ -148,6 +145,13 @@ def check_args(args):
     rollouts = args.batch_size * group_size(args)
     if rollouts % args.minibatches:
         raise UsageError(f"--minibatches ({args.minibatches}) must divide the {rollouts} rollouts of a step")
+    world = dist.env_world_size()
+    if world > 1 and args.batch_size % (world * args.minibatches):
+        raise UsageError(f"--batch_size ({args.batch_size}, prompts per step for all processes) must be divisible "
+                         f"by {world} processes x {args.minibatches} --minibatches")
+    if world > 1 and (args.sft_batch_size // args.sft_group) % world:
+        raise UsageError(f"--sft_batch_size / --sft_group ({args.sft_batch_size // args.sft_group} problems) must be "
+                         f"divisible by {world} processes")
 
 
 def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
@@ -186,19 +190,29 @@ def group_size(args):
 
 
 # ---------------------------------------------------------------------------------------------------- RL
-def advantages(args, task, rewards, mask, generator, goal_weights=None):
-    """One scalar advantage per rollout (B, G) and the per-rollout score it normalized, by method.
-    goal_weights (B, D): the weights goal_cond wrote into each prompt; its reward is w_b^T r."""
-    w_star = task.deploy_weights
+def prompt_weights(args, stream, step, B, N, D, alpha=1.0, sampler="iid"):
+    """N weight vectors w ~ Dir(alpha) for each of the step's B prompts, prompt b's from its own seed
+    (seed, stream, step, b): the same draws whichever process holds the prompt. -> (B, N, D)"""
+    def generator(b):
+        return torch.Generator().manual_seed(step_seed(args.seed, stream, step, b))
+    return torch.cat([vpo.sample_weights(1, N, D, alpha, generator(b), sampler) for b in range(B)])
+
+
+def advantages(args, task, rewards, mask, step, goal_weights=None):
+    """One scalar advantage per rollout (B, G) and the per-rollout score it normalized, by method, on the whole
+    batch (batch statistics, --scale batch and GDPO's whitening, are over all B prompts). goal_weights (B, D): the
+    weights goal_cond wrote into each prompt; its reward is w_b^T r."""
+    w_star, (B, D) = task.deploy_weights, (rewards.shape[0], rewards.shape[-1])
     if args.algo == "vpo":
-        return vpo.vpo_advantages(rewards, mask, args.num_weights, args.alpha, generator,
-                                  sampler=args.weight_sampler, scale=args.scale)
+        w = prompt_weights(args, 5, step, B, args.num_weights, D, args.alpha, args.weight_sampler)   # (B, N, D)
+        return vpo.vpo_advantages(rewards, mask, weights=w, scale=args.scale)
     if args.algo == "multi_rlvr":
         return vpo.multi_rlvr_advantages(rewards, mask, w_star, scale=args.scale)
     if args.algo == "grpo":
         return vpo.grpo_advantages(rewards, w_star, scale=args.scale)
     if args.algo == "random_weight":
-        return vpo.random_weight_advantages(rewards, args.alpha, generator, scale=args.scale)
+        w = prompt_weights(args, 5, step, B, 1, D, args.alpha)[:, 0]                                # (B, D)
+        return vpo.random_weight_advantages(rewards, scale=args.scale, weights=w)
     if args.algo == "goal_cond":  # the random-weight reward, with the weights written into the prompt too
         return vpo.random_weight_advantages(rewards, scale=args.scale, weights=goal_weights)
     if args.algo == "max_at_k":
@@ -213,23 +227,32 @@ def eval_weights(args, task):
     return task.deploy_weights if args.algo == "goal_cond" else None
 
 
-def rl_step(model, train_model, ref_model, opt, task, args, step, generators, log_weights, device):
-    """Sample, score, estimate advantages, and one PPO epoch over the step's rollouts. -> a log dict."""
+def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, device):
+    """Sample, score, estimate advantages, and one PPO epoch over the step's rollouts. -> a log dict.
+    Under torchrun this process samples its share of the prompt groups (dist.shard_groups), the rewards are
+    gathered so that every process computes the whole batch's advantages, and the gradients are summed."""
     t0 = time.perf_counter()
-    m, G = answers_per_rollout(args), group_size(args)
+    m, G, B, M = answers_per_rollout(args), group_size(args), args.batch_size, args.minibatches
     for group in opt.param_groups:  # constant (the authors'), after an optional linear warmup
         group["lr"] = args.lr * min(1.0, (step + 1) / max(args.warmup_steps, 1))
-    problems = task.problems("train", args.batch_size, seed=step_seed(args.seed, 3, step))
+    mine = dist.shard_groups(B, M)                                                   # this process's prompts
+    problems = task.problems("train", B, seed=step_seed(args.seed, 3, step))
+    problems = [problems[b] for b in mine]
     model.eval()
     goal = None
     if args.algo == "goal_cond":  # w_b ~ Dir(1) per prompt, written into the prompt text
-        goal = vpo.sample_weights(len(problems), 1, task.dim, 1.0, generators["weights"])[:, 0]   # (B, D)
-    gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, args.temperature, generators["sample"],
-                                                 weights=goal)
-    model.train()
-    adv, scores = advantages(args, task, rewards, mask, generators["weights"], goal)   # (B, G) each
-    adv = adv.to(device).reshape(-1)                                                 # one per rollout (R,)
+        goal = prompt_weights(args, 6, step, B, 1, task.dim)[:, 0]                   # (B, D)
     amp = args.dtype != "float32"                                                    # bf16 autocast on CUDA
+    seeds = [step_seed(args.seed, 4, step, b) for b in mine]                         # prompt b's sampling stream
+    gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, args.temperature, seeds=seeds, amp=amp,
+                                                 weights=None if goal is None else goal[mine])
+    model.train()
+    answers = [task.parse(t, m) for t in texts]
+    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G])[None]
+                          for b in range(len(problems))])                           # (b, G, m, D)
+    rewards, mask, per_slot = (dist.gather_groups(x, B, M) for x in (rewards, mask, per_slot))  # (B, G, m, D)
+    adv, scores = advantages(args, task, rewards, mask, step, goal)                 # (B, G) each
+    adv = adv[mine].to(device).reshape(-1)                                          # one per own rollout (R,)
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
     batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
     with torch.no_grad():
@@ -238,28 +261,31 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, generators, lo
     stats = []
     # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
     # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
-    for rows in torch.arange(len(adv), device=device).chunk(args.minibatches):
+    for rows in torch.arange(len(adv), device=device).chunk(M):  # minibatch k of every process = one's minibatch k
         logp = shared_token_logprobs(train_model, batch.select(rows), args.temperature, amp)
         loss, s = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows], tmask[rows],
                                   args.clip, args.clip, args.dual_clip, None if ref is None else ref[rows],
                                   args.kl_coef, args.agg)
+        share = dist.loss_share(tmask[rows], args.agg)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss * share).backward()
+        dist.sum_gradients(model)                                                    # the whole minibatch's gradient
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         opt.step()
-        stats.append(s)
+        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))  # token-weighted
+        stats.append(dict(zip(s, summed.tolist())))
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
-    answers = [task.parse(t, m) for t in texts]
-    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G]) for b in range(len(problems))])
     deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
     set_r = vpo.set_rewards(rewards, mask, log_weights.expand(rewards.shape[0], -1, -1))
+    n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
-            "diversity": float(np.mean([vpo.diversity(rewards[b], mask=mask[b]) for b in range(len(problems))])),
+            "diversity": float(np.mean([vpo.diversity(rewards[b], mask=mask[b]) for b in range(B)])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
             "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
-            "valid_rate": float(mask.float().mean()), "completion_tokens": float(tmask.sum(1).float().mean()),
-            "tokens_per_s": float(tmask.sum()) / seconds, "step_seconds": seconds}
+            "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
+            "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
+
 
 
 # ------------------------------------------------------------------------------------------ run management
@@ -300,57 +326,67 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
         opt = model.configure_optimizer(args.sft_lr, 0.0, (0.9, 0.95), device_type=device.type)
     else:    # RL: the authors' AdamW (0.9, 0.999), weight decay 0.01, constant learning rate
         opt = model.configure_optimizer(args.lr, args.weight_decay, (0.9, args.beta2), device_type=device.type)
-    generators = {"sample": torch.Generator(device=device).manual_seed(step_seed(args.seed, 4)),
-                  "weights": torch.Generator().manual_seed(step_seed(args.seed, 5))}
-    start = 0
+    start = 0  # no RNG state to restore: every draw is seeded by (seed, step, index)
     if state is not None:
         opt.load_state_dict(state["optimizer"])
-        for name, g in generators.items():
-            g.set_state(state["rng"][name])
         start = state["step"]
     ref_model = None
     if not sft and args.kl_coef:
         ref_model = load_init(args.init_path, device).eval().requires_grad_(False)
     train_model = torch.compile(model) if args.compile else model
     log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)
-    truncate_logs(directory, start)
+    main = dist.is_main()  # rank 0 alone writes; the others wait for it at the checkpoints
+    if main:
+        truncate_logs(directory, start)
     ks = [args.num_answers * f for f in K_FACTORS]
     eval_problems = task.problems("test", args.eval_problems, seed=0)
     m_eval = answers_per_rollout(args)
     bar = tqdm(range(start, total), initial=start, total=total, desc=f"{args.algo} {args.task}",
-               disable=quiet, dynamic_ncols=True)
+               disable=quiet or not main, dynamic_ncols=True)
     t_start = time.perf_counter() - (state or {}).get("seconds", 0.0)
+    # the next step's demonstrations are built in a background thread while this step trains
+    problems = args.sft_batch_size // args.sft_group                                  # per step, all processes
+    demos = Prefetch(lambda s: demonstration_batch(task, args, s, "cpu", dist.shard(problems)), start,
+                     total) if sft else None
 
     def checkpoint(step):
         if not all_finite(model):  # keep the last good checkpoint rather than overwrite it with NaNs
             raise UsageError(f"the weights are no longer finite at step {step} (lower the learning rate?); "
                              f"{os.path.join(directory, ckpt_name)} keeps the last finite ones")
-        rng = {name: g.get_state().cpu() for name, g in generators.items()}
-        save_checkpoint(os.path.join(directory, ckpt_name), model, optimizer=opt.state_dict(), step=step,
-                        args=vars(args), rng=rng, seconds=time.perf_counter() - t_start)
+        if main:
+            save_checkpoint(os.path.join(directory, ckpt_name), model, optimizer=opt.state_dict(), step=step,
+                            args=vars(args), device=device.type, world=dist.world(),
+                            seconds=time.perf_counter() - t_start)
+        dist.barrier()
 
     model.train()
-    for step in bar:
-        if sft:
-            row = {"step": step + 1, **sft_step(model, train_model, opt, task, args, step, device)}
-            bar.set_postfix(loss=f"{row['loss']:.3f}")
-        else:
-            row = rl_step(model, train_model, ref_model, opt, task, args, step, generators, log_weights, device)
-            bar.set_postfix(reward=f"{row['deploy_reward']:.3f}", set=f"{row['set_reward']:.3f}",
-                            div=f"{row['diversity']:.3f}", kl=f"{row['kl']:.4f}")
-        row["seconds"] = time.perf_counter() - t_start
-        with open(os.path.join(directory, "log.jsonl"), "a") as f:
-            f.write(json.dumps(row) + "\n")
-        if step + 1 == total:
-            break
-        if args.eval_every and (step + 1) % args.eval_every == 0:
-            metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature,
-                                  weights=eval_weights(args, task))
-            with open(os.path.join(directory, "eval.jsonl"), "a") as f:
-                f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
-            checkpoint(step + 1)
-        elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
-            checkpoint(step + 1)
+    try:
+        for step in bar:
+            if sft:
+                row = {"step": step + 1, **sft_step(model, train_model, opt, task, args, step, device, demos.get(step))}
+                bar.set_postfix(loss=f"{row['loss']:.3f}")
+            else:
+                row = rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, device)
+                bar.set_postfix(reward=f"{row['deploy_reward']:.3f}", set=f"{row['set_reward']:.3f}",
+                                div=f"{row['diversity']:.3f}", kl=f"{row['kl']:.4f}")
+            row["seconds"] = time.perf_counter() - t_start
+            if main:
+                with open(os.path.join(directory, "log.jsonl"), "a") as f:
+                    f.write(json.dumps(row) + "\n")
+            if step + 1 == total:
+                break
+            if args.eval_every and (step + 1) % args.eval_every == 0:
+                metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature,
+                                      weights=eval_weights(args, task), amp=args.dtype != "float32")
+                if main:
+                    with open(os.path.join(directory, "eval.jsonl"), "a") as f:
+                        f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
+                checkpoint(step + 1)
+            elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
+                checkpoint(step + 1)
+    finally:
+        if demos is not None:
+            demos.close()
     bar.close()
     checkpoint(total)
     return time.perf_counter() - t_start
@@ -363,15 +399,16 @@ def finish(args, task, model, directory, seconds, device):
     problems = task.problems("test", args.eval_problems, seed=0)
     t0 = time.perf_counter()
     label = f"{args.algo}{' (matched budget)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
-    goal = eval_weights(args, task)
-    results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal)}
+    goal, amp = eval_weights(args, task), args.dtype != "float32"
+    results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal,
+                               amp=amp)}
     if args.init_path:  # the same evaluation of the starting point: what did RL change?
         results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
-                                   args.eval_temperature, weights=goal)
+                                   args.eval_temperature, weights=goal, amp=amp)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
-             "args": vars(args)}
-    return report(directory, task, ks, results, label, extra)
+             "args": vars(args), "processes": dist.world()}
+    return report(directory, task, ks, results, label, extra) if dist.is_main() else None
 
 
 def resume_state(argv, args, directory):
@@ -381,13 +418,17 @@ def resume_state(argv, args, directory):
     path = os.path.join(directory, "ckpt.pt")
     if not os.path.isfile(path):
         raise UsageError(f"--resume: no checkpoint at {path}")
-    model, state = load_model(path, need=("args", "step", "rng", "optimizer"))
+    model, state = load_model(path, need=("args", "step", "optimizer"))
     given = given_flags(get_parser(), argv)
     for where in ("out_dir", "run_name", "resume"):  # they locate the run
         given.pop(where, None)
     args = resumed_args(state["args"], given, get_parser().parse_args([]), state["step"], RESUMABLE)
     args.resume = True
+    if state.get("world", 1) != dist.env_world_size():  # the same global batch, but another split of its sums
+        raise UsageError(f"--resume: the run was started with {state.get('world', 1)} processes; resume it with as "
+                         f"many (here {dist.env_world_size()})")
     return model, state, args
+
 
 
 def prepare(argv):
@@ -404,6 +445,8 @@ def prepare(argv):
     task = make_task(args.task, args.task_opt, probe)
     check_args(args)
     device = pick_device(args.device)
+    if args.resume:
+        check_resume_device(state, device)
     if args.dtype == "bfloat16" and device.type != "cuda":
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
     if not args.resume and args.init is not None:
@@ -425,30 +468,49 @@ def prepare(argv):
 def warm_start(args, task, device, quiet):
     """The cached base for this task and model, BASE/ckpt.pt (BASE = base_dir), trained here if missing.
     The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start resumes from
-    there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock, then uses it."""
+    there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock, then uses it.
+    Under torchrun rank 0 alone looks, takes the lock and writes; every rank trains its share (data parallel)."""
     directory = base_dir(args, device)
     path, partial = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "partial.pt")
-    if os.path.isfile(path):
+    main = dist.is_main()
+    if dist.broadcast(os.path.isfile(path) if main else None):
         return path
-    with exclusive(directory, on_wait=lambda: print(f"warm start: another run is training {directory}; waiting")):
-        if os.path.isfile(path):  # the run we waited for trained it
+    with contextlib.ExitStack() as lock:
+        if main:
+            lock.enter_context(exclusive(directory, on_wait=lambda: print(f"warm start: another run is training "
+                                                                          f"{directory}; waiting")))
+        if dist.broadcast(os.path.isfile(path) if main else None):  # the run we waited for trained it
             return path
         base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
-        model, state = (load_model(partial, device, need=("step", "rng", "optimizer")) if os.path.isfile(partial)
-                        else (new_model(args, device), None))
+        model, state = new_model(args, device), None
+        if dist.broadcast(os.path.isfile(partial) if main else None):
+            saved, state = load_model(partial, device, need=("step", "optimizer"))
+            if state.get("device", device.type) == device.type:  # else its optimizer is another device's: start over
+                model = saved
+            else:
+                state = None
         done = state["step"] if state else 0
-        print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps"
-              f"{f', resuming at step {done}' if done else ''})")
+        if main:
+            print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps"
+                  f"{f', resuming at step {done}' if done else ''}, {dist.world()} process(es))")
         seconds = train(base_args, task, model, directory, device, state, quiet, ckpt_name="partial.pt")
-        os.replace(partial, path)
-    print(f"warm start: {args.sft_steps} steps in {seconds:.0f} s -> {path}")
+        if main:
+            os.replace(partial, path)
+        dist.barrier()
+    if main:
+        print(f"warm start: {args.sft_steps} steps in {seconds:.0f} s -> {path}")
     return path
 
 
 def main(argv=None):
     try:
         args, task, model, directory, device, state = prepare(argv)
-        quiet = args.quiet
+        if args.deterministic:
+            set_deterministic()
+        device = dist.setup(device)  # under torchrun: join the process group (this process's GPU on CUDA)
+        model = None if model is None else model.to(device)
+        dist.barrier()  # every rank has checked the command line before rank 0 creates anything
+        quiet, main = args.quiet, dist.is_main()
         if state is None:
             if args.algo == "sft":
                 args.init_path = args.init
@@ -456,14 +518,21 @@ def main(argv=None):
             else:
                 args.init_path = args.init or warm_start(args, task, device, quiet)
                 model = model or load_init(args.init_path, device)
-            create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile
-        print(f"{args.algo} on {args.task}: {model.num_params() / 1e6:.2f}M params, device {device}, "
-              f"run dir {directory}\nargs: {json.dumps(vars(args))}")
+            if main:
+                create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile
+            dist.barrier()
+        if main:
+            print(f"{args.algo} on {args.task}: {model.num_params() / 1e6:.2f}M params, device {device}"
+                  f"{f' x {dist.world()} processes' if dist.world() > 1 else ''}, run dir {directory}\n"
+                  f"args: {json.dumps(vars(args))}")
         seconds = train(args, task, model, directory, device, state, quiet)
         finish(args, task, model, directory, seconds, device)
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun, once (every process found the same mistake)
+            print(f"error: {e}", file=sys.stderr)
         return 2
+    finally:
+        dist.teardown()
     return 0
 
 

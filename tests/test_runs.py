@@ -310,10 +310,10 @@ def test_resume_needs_a_complete_run_checkpoint(done, tmp_path, capsys):
     run = tmp_path / "vpo-toy-s0"
     shutil.copytree(done.parent, run)
     state = torch.load(run / "ckpt.pt", weights_only=True)
-    del state["rng"]
+    del state["optimizer"]
     torch.save(state, run / "ckpt.pt")
     before = tree(tmp_path)
-    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path), "--resume"]), "no rng")
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(tmp_path), "--resume"]), "no optimizer")
     assert tree(tmp_path) == before
 
 
@@ -409,7 +409,7 @@ def test_every_tool_refuses_bad_input_in_one_line(checkpoints, capsys, tool, arg
 def test_search_honours_temperature_zero(checkpoints, monkeypatch):
     """--temperature 0 is greedy, not the default (it used to become 0.7 through `or`)."""
     seen = []
-    monkeypatch.setattr(search, "best_of_k", lambda *a: seen.append(a[5]) or [("", torch.zeros(2).numpy(), 0.0)])
+    monkeypatch.setattr(search, "best_of_k", lambda *a, **kw: seen.append(a[5]) or [("", torch.zeros(2).numpy(), 0.0)])
     monkeypatch.setattr(search, "evolve", lambda *a, **kw: seen.append(kw["temperature"]) or [])
     assert search.main(["bestofk", "--ckpt", checkpoints["run"], "--problems", "1", "--temperature", "0"]) == 0
     assert search.main(["evolve", "--ckpt", checkpoints["run"], "--problems", "1", "--temperature", "0"]) == 0
@@ -419,10 +419,10 @@ def test_search_honours_temperature_zero(checkpoints, monkeypatch):
 
 # ---------------------------------------------------------------------------------------------------- layering
 def test_library_modules_never_import_a_command():
-    """model, sample, vpo, tasks/, evaluate, sft and runs import no command (train, search, reproduce, bench),
-    not even inside a function; the tools get their run loading from runs.py."""
+    """model, sample, vpo, tasks/, evaluate, sft, runs and dist import no command (train, search, reproduce,
+    bench), not even inside a function; the tools get their run loading from runs.py."""
     commands = {"train", "search", "reproduce", "bench"}
-    library = ["model.py", "sample.py", "vpo.py", "evaluate.py", "sft.py", "runs.py",
+    library = ["model.py", "sample.py", "vpo.py", "evaluate.py", "sft.py", "runs.py", "dist.py",
                *glob.glob("tasks/*.py", root_dir=ROOT)]
     for path in library + ["search.py"]:
         tree_ = ast.parse(open(os.path.join(ROOT, path)).read())

@@ -67,7 +67,7 @@ def test_population_in_samples_charges_one_per_completion():
 
 def scripted_rollout(scripts, calls):
     """A stand-in for evaluate.rollout: problem -> (completions, reward vectors (G, m, D), answer mask (G, m))."""
-    def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None):
+    def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, amp=True):
         calls.append((m, num_samples, temperature))
         assert all(len(scripts[p][0]) == num_samples for p in problems)
         texts = [t for p in problems for t in scripts[p][0]]

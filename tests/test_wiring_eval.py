@@ -88,7 +88,8 @@ def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
     n_roll = -(-answers // m)                                # 8 answers of m = 3: 3 rollouts, 9 answers
     calls, drawn = [], []
 
-    def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator, top_p=None, weights=None):
+    def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator=None, top_p=None, weights=None,
+                         seeds=None, amp=True):
         assert weights is None                                # plain prompts (goal_cond passes w*)
         calls.append((m_, num_samples, temperature))
         texts = [t for p in problems for t in SCRIPTS[m][p]]

@@ -16,7 +16,7 @@ import torch
 import train
 import vpo
 from model import load_checkpoint
-from sft import step_seed
+from sample import step_seed  # noqa: F401
 from tasks import tokenizer as tok
 from tasks.toy import ToyTask
 
@@ -35,11 +35,11 @@ def scripted_score(self, problem, answer):
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    """A base that has seen 20 supervised steps: it writes answer-like words and sometimes <|end|>."""
+    """A base that has seen 30 supervised steps: it writes answer-like words and sometimes <|end|>."""
     out = tmp_path_factory.mktemp("wiring")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(train, "finish", lambda *a, **k: None)  # no final evaluation, plots or table
-        assert train.main(MODEL + ["--algo", "sft", "--sft_steps", "20", "--sft_batch_size", "8", "--sft_lr", "3e-2",
+        assert train.main(MODEL + ["--algo", "sft", "--sft_steps", "30", "--sft_batch_size", "8", "--sft_lr", "3e-2",
                                    "--out_dir", str(out), "--run_name", "base0"]) == 0
     return out / "base0" / "ckpt.pt"
 
@@ -107,8 +107,9 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
         assert w.shape == (B, 2) and torch.allclose(w.sum(1), torch.ones(B))
         for b in range(B):
             assert prompts[b].endswith(f"weights {w[b, 0]:.2f} {w[b, 1]:.2f}\n"), prompts[b]
-    else:
-        assert goal_weights == [None] and not any("weights" in p for p in prompts)
+    else:  # vpo and random_weight pass their own per-prompt draws, never written into a prompt
+        assert (goal_weights[0] is None) == (algo not in ("vpo", "random_weight"))
+        assert not any("weights" in p for p in prompts)
     # (b) row r = b*G + g of the loss gets group b's rollout g advantage
     fed = torch.cat([c["advantages"] for c in losses])
     assert torch.equal(fed.cpu(), adv.reshape(-1).to(fed.dtype).cpu())
@@ -145,15 +146,12 @@ def resume_variant(rl, tmp_path, name, spoil):
     return load_checkpoint(str(path))[0].state_dict()
 
 
-def fresh_rng(stream):
-    """The state a generator of the run starts from: what it would keep if the restore were skipped."""
-    return torch.Generator().manual_seed(step_seed(0, stream)).get_state()
-
-
 def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path):
     """4 steps straight == 2 steps, stop, --resume to 4: every tensor bit for bit, every logged value too. The
     run learns (nonzero advantages, weights move off the base), and the test has teeth: resuming with the
-    sampler's RNG, the weight draws' RNG or the optimizer state reset to fresh each ends elsewhere."""
+    optimizer state reset to fresh ends elsewhere. (No RNG state is saved: every draw is seeded by (seed, step,
+    index), and resuming at the right step is what this equality checks; test_the_step_seeds_every_draw checks
+    that the draws do depend on the step.)"""
     common = ["--algo", "vpo", "--steps", "4", "--lr", "1e-3"]
     assert rl(*common, "--run_name", "straight") == 0
     assert rl("--algo", "vpo", "--steps", "2", "--lr", "1e-3", "--run_name", "stopped") == 0
@@ -173,9 +171,23 @@ def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path):
            [{k: v for k, v in r.items() if k not in timing} for r in b]
     assert max(r["zero_var_frac"] for r in a) < 1 and any(r["loss"] != 0 for r in a)
 
-    spoilers = {"sampler RNG": lambda s: s["rng"].__setitem__("sample", fresh_rng(4)),
-                "weight RNG": lambda s: s["rng"].__setitem__("weights", fresh_rng(5)),
-                "optimizer state": lambda s: s["optimizer"].__setitem__("state", {})}
+    spoilers = {"optimizer state": lambda s: s["optimizer"].__setitem__("state", {})}
     for i, (what, spoil) in enumerate(spoilers.items()):
         other = resume_variant(rl, tmp_path, f"spoiled{i}", spoil)
         assert not all(torch.equal(straight[k], other[k]) for k in straight), f"{what} not restored: same weights"
+
+
+def test_the_step_seeds_every_draw(rl, monkeypatch):
+    """Nothing random is carried from step to step (no RNG state is saved), so every draw must be seeded by the
+    step and the prompt: two steps, and two prompts of a step, never share a sampling stream or VPO weights, and
+    two steps draw different problems."""
+    seeds, weights, problems = [], [], []
+    real_rollout, real_vpo = train.rollout, vpo.vpo_advantages
+    monkeypatch.setattr(train, "rollout", lambda *a, **k: seeds.append(k["seeds"]) or problems.append(a[2])
+                        or real_rollout(*a, **k))
+    monkeypatch.setattr(vpo, "vpo_advantages", lambda *a, **k: weights.append(k["weights"]) or real_vpo(*a, **k))
+    assert rl("--algo", "vpo", "--steps", "2") == 0
+    assert len(seeds) == 2 and len({s for step in seeds for s in step}) == 4      # 2 steps x 2 prompts
+    assert problems[0] != problems[1]
+    assert weights[0].shape == (2, 100, 2)
+    assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[0][0], weights[0][1])
