@@ -112,12 +112,13 @@ def test_deterministic_sets_the_switches():
 
 def test_demonstrations_are_prefetched_in_order_and_shard_invariant():
     task = train.make_task("toy", [])
-    args = train.get_parser().parse_args(["--task", "toy", "--sft_batch_size", "6", "--warm_start", "diverse"])
-    full = sft.demonstration_batch(task, args, 3)
-    part = sft.demonstration_batch(task, args, 3, "cpu", range(4, 6))
-    assert full[0][4:] == part[0]
+    args = train.get_parser().parse_args(["--task", "toy", "--sft_batch_size", "12", "--sft_group", "2",
+                                          "--warm_start", "diverse"])
+    full = sft.demonstration_batch(task, args, 3)                       # 6 problems x 2 demonstrations
+    part = sft.demonstration_batch(task, args, 3, "cpu", range(4, 6))   # problems 4, 5: rows 8..11
+    assert len(full[0]) == 6 and full[1].shape[0] == 12 and full[0][4:] == part[0]
     T = part[1].shape[1]
-    assert torch.equal(full[1][4:, :T], part[1]) and torch.equal(full[2][4:, :T], part[2])
+    assert torch.equal(full[1][8:, :T], part[1]) and torch.equal(full[2][8:, :T], part[2])
     made = []
     demos = sft.Prefetch(lambda s: made.append(s) or s * 10, 2, 5)
     assert [demos.get(s) for s in (2, 3, 4)] == [20, 30, 40] and made == [2, 3, 4]
