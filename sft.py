@@ -31,9 +31,9 @@ def demonstration_batch(task, args, step, device="cpu", indices=None):
     for i in range(args.sft_batch_size // g) if indices is None else indices:
         p, rng = problems[i], np.random.default_rng(step_seed(args.base_seed, 2, step, i))
         m = int(rng.choice([1, args.num_answers]))
-        # half the prompts carry a goal-conditioned weights line (w ~ Dir(1)) that the demonstrations ignore, so
-        # every base reads such prompts (goal_cond) without having been shown how to use them
-        w = rng.dirichlet(np.ones(task.dim)) if task.dim > 1 and rng.random() < 0.5 else None
+        # goal_cond's base: every prompt carries a weights line (w ~ Dir(1)) that the demonstrations ignore, so
+        # the base reads such prompts without having been shown how to use them
+        w = rng.dirichlet(np.ones(task.dim)) if getattr(args, "goal_prompts", False) else None
         prompts.append(prompt_ids(task, p, m, w))
         rows += [tok.encode_special(task.demonstration(p, m, rng, style=args.warm_start)) + [tok.END_ID]
                  for _ in range(g)]

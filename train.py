@@ -88,7 +88,7 @@ def get_parser():
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
     a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
                    help="peak learning rate (warmup, cosine to 10%%)")
-    a.add_argument("--sft_group", type=COUNT, default=4,
+    a.add_argument("--sft_group", type=COUNT, default=1,
                    help="demonstrations per problem in a batch (its prompt is encoded once for them)")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
@@ -295,11 +295,18 @@ def base_dir(args, device):
     keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
             "sft_group", "base_seed", "num_answers", "warm_start", "grad_clip")
     key = {k: getattr(args, k) for k in keys}
+    key["goal_prompts"] = goal_prompts(args)
     key["format"] = BASE_FORMAT
     key["task_opt"] = parse_task_options(args.task_opt)
     key["bf16"] = device.type == "cuda" and args.dtype != "float32"
     digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
     return os.path.join(args.out_dir, "base", f"{args.task}-{digest[:10]}")
+
+
+def goal_prompts(args):
+    """goal_cond's warm start shows a weights line in every prompt (a base of its own): a line present in only
+    some prompts shifts the grid's positions between them, and measurably slowed learning the maze."""
+    return args.algo == "goal_cond" or getattr(args, "goal_prompts", False)
 
 
 def run_dir(args):
@@ -481,7 +488,8 @@ def warm_start(args, task, device, quiet):
                                                                           f"{directory}; waiting")))
         if dist.broadcast(os.path.isfile(path) if main else None):  # the run we waited for trained it
             return path
-        base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
+        base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None,
+                                          "goal_prompts": goal_prompts(args)})
         model, state = new_model(args, device), None
         if dist.broadcast(os.path.isfile(partial) if main else None):
             saved, state = load_model(partial, device, need=("step", "optimizer"))

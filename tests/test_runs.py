@@ -184,11 +184,13 @@ def test_the_cache_key_covers_every_setting_the_warm_start_reads(tmp_path):
     assert in_key >= {"sft_lr", "warm_start", "grad_clip", "dtype", "n_embd", "base_seed", "sft_batch_size"}
     plain = train.get_parser().parse_args(TINY)
     cuda = torch.device("cuda")  # base_dir reads only the device's type: bf16 autocast changes the base
-    changed = {"dtype": "float32", "task_opt": ["compromise=0.5"], "task": "maze", "warm_start": "routes"}
-    for name in in_key | {"task", "task_opt"}:
+    changed = {"dtype": "float32", "task_opt": ["compromise=0.5"], "task": "maze", "warm_start": "routes",
+               "goal_prompts": True}
+    for name in in_key | {"task", "task_opt", "goal_prompts"}:  # goal_prompts: goal_cond's own warm start
         value = changed[name] if name in changed else getattr(plain, name) + 1
         other = argparse.Namespace(**{**vars(plain), name: value})
         assert train.base_dir(other, cuda) != train.base_dir(plain, cuda), name
+    assert train.base_dir(argparse.Namespace(**{**vars(plain), "algo": "goal_cond"}), cpu) != train.base_dir(plain, cpu)
     for name, value in (("lr", 1e-3), ("algo", "grpo"), ("seed", 3), ("steps", 9), ("kl_coef", 0.0),
                         ("weight_decay", 0.5), ("beta2", 0.9)):  # RL-only optimizer settings
         other = argparse.Namespace(**{**vars(plain), name: value})
