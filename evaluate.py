@@ -6,16 +6,16 @@ Rollouts on task prompts, and the evaluation of a policy on held-out problems.
 
 Metrics (VPO.md, "Metrics"), each averaged over problems; k counts answers, so a model writing m answers per
 rollout draws k/m rollouts and a single-answer model k rollouts: the same answer budget for every method.
-    best@k         exact E[max of k answers' deployment scalar w*^T r], drawn as k/m whole rollouts  vpo.best_at_k
+    best@k         exact E[max of k answers' deployment scalar w*^T r], drawn as k/m whole rollouts  metrics.best_at_k
     pooled_best@k  the authors' definition: all answers of a problem in one pool, k drawn from it
-                   (rollout boundaries ignored), exact expectation; k = 1 included  vpo.best_at_k(pooled=True)
-    pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   vpo.best_at_k on 0/1 scores
+                   (rollout boundaries ignored), exact expectation; k = 1 included  metrics.best_at_k(pooled=True)
+    pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   metrics.best_at_k on 0/1 scores
     pass@k_hidden  solved on the task's hidden tests too (code)
-    E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  vpo.expected_best_at_k
-    diversity      mean pairwise L1 distance between the answers' reward vectors  vpo.diversity
+    E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  metrics.expected_best_at_k
+    diversity      mean pairwise L1 distance between the answers' reward vectors  metrics.diversity
     deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
     distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
-    pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  vpo.pareto_metrics
+    pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  metrics.pareto_metrics
     pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
 Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
 problems are split across the processes; the metrics are the same):
@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 import dist
+from metrics import best_at_k, diversity, expected_best_at_k, pareto_metrics
 import vpo
 from sample import generate, prompt_uniforms, step_seed
 from tasks import Task
@@ -137,21 +138,21 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
                                    for g in range(n_roll)])
             for k in ks:
-                acc[f"best@{k}"] = vpo.best_at_k(deploy, k, mask=a)
-                acc[f"pass@{k}"] = vpo.best_at_k(solved.double(), k)
-                acc[f"E_w[best@{k}"] = vpo.expected_best_at_k(r, k, weights_n, mask=a)
+                acc[f"best@{k}"] = best_at_k(deploy, k, mask=a)
+                acc[f"pass@{k}"] = best_at_k(solved.double(), k)
+                acc[f"E_w[best@{k}"] = expected_best_at_k(r, k, weights_n, mask=a)
             # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
             slots, written = slot_rewards(r, a, answers), torch.tensor([[y != "" for y in ys] for ys in answers])
             for k in pooled_ks:
-                acc[f"pooled@{k}"] = vpo.best_at_k(slots @ w_star, k, mask=written, pooled=True)
+                acc[f"pooled@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
                 for k in ks:
-                    acc[f"pass_hidden@{k}"] = vpo.best_at_k(solved_h.double(), k)
+                    acc[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
             flat = [y for ys in answers for y in ys if y]
-            pareto = vpo.pareto_metrics(slots, mask=written)
-            rows["diversity"] = vpo.diversity(r, mask=a)
+            pareto = pareto_metrics(slots, mask=written)
+            rows["diversity"] = diversity(r, mask=a)
             rows["deploy_reward"] = float((slots @ w_star).mean())
             rows["distinct_rate"] = len(set(flat)) / (n_roll * m)
             rows["valid_rate"] = len(flat) / (n_roll * m)

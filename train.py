@@ -34,6 +34,7 @@ import torch
 from tqdm import tqdm
 
 import dist
+import metrics
 import vpo
 from evaluate import evaluate, prompt_ids, report, rollout, slot_rewards
 from model import GPT, GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
@@ -280,7 +281,7 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
     n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
-            "diversity": float(np.mean([vpo.diversity(rewards[b], mask=mask[b]) for b in range(B)])),
+            "diversity": float(np.mean([metrics.diversity(rewards[b], mask=mask[b]) for b in range(B)])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
             "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
             "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),

@@ -58,7 +58,7 @@ def test_generated_mazes_fit_one_corner_never_both_and_have_a_lava_free_route():
     for p in PROBLEMS:
         done = corner_search(p)
         d_a, d_b = fewest(done, [0]), fewest(done, [1])
-        assert p.budget == max(d_a, d_b) + CORNERS.slack <= CORNERS.max_moves, p.grid   # the paper's budget
+        assert p.budget == max(d_a, d_b) + CORNERS.generator.slack <= CORNERS.max_moves, p.grid   # paper's budget
         assert fewest(done, [0, 1]) == np.inf, p.grid                                     # both corners never fit
         assert any(not got[4] for got in done), p.grid                                    # a lava-free route fits
         both_kinds += fewest(done, [2, 3]) < np.inf
@@ -156,7 +156,8 @@ def test_options_that_cannot_make_a_maze_raise_value_error(opts):
 
 def test_count_ranges_from_the_command_line():
     task = MazeTask(n_gold="3,4", n_lava=" 4, 5", openings=20)   # --task_opt n_gold=3,4 gives the text
-    assert (task.n_gold, task.n_diamonds, task.n_lava, task.openings) == ((3, 4), (3, 5), (4, 5), (20, 20))
+    gen = task.generator
+    assert (gen.n_gold, gen.n_diamonds, gen.n_lava, gen.openings) == ((3, 4), (3, 5), (4, 5), (20, 20))
     for bad in ("3-5", "5,3", "3,x", 2.5, (1, 2, 3)):
         with pytest.raises(ValueError, match="n_gold"):
             MazeTask(n_gold=bad)
@@ -164,8 +165,8 @@ def test_count_ranges_from_the_command_line():
 
 def test_problems_stop_after_bounded_attempts(monkeypatch):
     task = MazeTask()
-    monkeypatch.setattr(task, "_random_grid", lambda rng: PROBLEMS[0].grid)  # a cheap candidate ...
-    monkeypatch.setattr(task, "_budget", lambda lay: None)                  # ... that is never valid
+    monkeypatch.setattr(task.generator, "grid", lambda rng: PROBLEMS[0].grid)  # a cheap candidate ...
+    monkeypatch.setattr(task.generator, "budget", lambda lay: None)              # ... that is never valid
     with pytest.raises(RuntimeError, match="found only 0 of 2"):
         task.problems("train", 2, seed=0)
 
@@ -174,7 +175,7 @@ def test_other_sizes_and_a_larger_slack_still_keep_the_rule():
     for task in (MazeTask(size=7, n_lava=(2, 3)), MazeTask(size=11, max_moves=60), MazeTask(slack=11)):
         for p in task.problems("train", 20, seed=3):
             done = corner_search(p)
-            assert p.budget == max(fewest(done, [0]), fewest(done, [1])) + task.slack
+            assert p.budget == max(fewest(done, [0]), fewest(done, [1])) + task.generator.slack
             assert fewest(done, [0, 1]) == np.inf and any(not got[4] for got in done)
 
 

@@ -108,13 +108,13 @@ def test_budget_rule_on_the_docstring_maze():
                       "#.....#",
                       "#######"])
     # d(gold) = 4 (UDDR), d(diamond) = 4 (DDUR), d(both) = 6 (UDDDUR): budget = min(4 + slack, 5, max_moves)
-    assert MAZE._budget(MazeProblem(grid, 1).layout) == 5
-    assert MazeTask(design="small", slack=0)._budget(MazeProblem(grid, 1).layout) == 4
+    assert MAZE.generator.budget(MazeProblem(grid, 1).layout) == 5
+    assert MazeTask(design="small", slack=0).generator.budget(MazeProblem(grid, 1).layout) == 4
     with pytest.raises(ValueError):  # no generated maze fits 3 moves: rejected when the task is built
         MazeTask(design="small", max_moves=3)
     tight = MazeTask(design="small")
-    tight.max_moves = 3
-    assert tight._budget(MazeProblem(grid, 1).layout) is None
+    tight.generator.max_moves = 3
+    assert tight.generator.budget(MazeProblem(grid, 1).layout) is None
     p = MazeProblem(grid, 5)
     assert np.array_equal(MAZE.score(p, "DR"), vec(1, 0, 0, 1))
     assert np.array_equal(MAZE.score(p, "UDDR"), vec(1, 0.5, 0, 1))

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+import metrics
 import vpo
 
 
@@ -48,7 +49,7 @@ def test_max_at_k_scores_equal_the_subset_average(G):
         assert torch.allclose(scores, max_at_k_brute(s, k), atol=1e-12)
         assert torch.equal(adv, vpo.group_normalize(scores))
         # sum_i s_i = k E[max of k], the unbiased max@k of the group
-        expected = torch.tensor([vpo.best_at_k(row, k) for row in s], dtype=torch.float64)
+        expected = torch.tensor([metrics.best_at_k(row, k) for row in s], dtype=torch.float64)
         assert torch.allclose(scores.sum(1), k * expected, atol=1e-12)
 
 
@@ -84,7 +85,7 @@ def test_max_at_k_defaults_k1_invariances_and_groups():
     assert torch.equal(per_group, vpo.max_at_k_advantages(rewards, w, k=3)[1])    # groups do not mix
     big = torch.rand(1, 48, 1, generator=gen(2))                                    # C(48, 24) ~ 3e13: no overflow
     assert torch.allclose(vpo.max_at_k_advantages(big, [1.0], k=24)[1].sum(),
-                          24 * torch.tensor(vpo.best_at_k(big[0, :, 0], 24), dtype=torch.float32))
+                          24 * torch.tensor(metrics.best_at_k(big[0, :, 0], 24), dtype=torch.float32))
 
 
 def test_max_at_k_bad_input():

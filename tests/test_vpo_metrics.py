@@ -1,5 +1,5 @@
 """
-Tests for vpo.py's metrics (against exact binomials and enumeration of every k-subset) and the authors'
+Tests for metrics.py (against exact binomials and enumeration of every k-subset) and the authors'
 smallest demonstration on a tabular policy (GRPO settles on the compromise, VPO learns a set holding both
 corners), through this project's own estimators and loss.
 
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+import metrics
 import vpo
 
 
@@ -27,11 +28,11 @@ def test_pass_at_k_against_exact_binomials():
         for c in range(n + 1):
             for k in range(1, n + 1):
                 exact = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
-                assert vpo.pass_at_k(n, c, k) == pytest.approx(float(exact), abs=1e-12)
-    assert vpo.pass_at_k(200, 3, 100) == pytest.approx(1 - math.comb(197, 100) / math.comb(200, 100))
+                assert metrics.pass_at_k(n, c, k) == pytest.approx(float(exact), abs=1e-12)
+    assert metrics.pass_at_k(200, 3, 100) == pytest.approx(1 - math.comb(197, 100) / math.comb(200, 100))
     for n, c, k, arg in [(5, 6, 1, "c"), (5, -1, 1, "c"), (5, 2, 0, "k"), (5, 2, 6, "k"), (-1, 0, 1, "c")]:
         with pytest.raises(ValueError, match=arg):
-            vpo.pass_at_k(n, c, k)
+            metrics.pass_at_k(n, c, k)
 
 
 def test_best_at_k_against_subset_enumeration():
@@ -40,11 +41,11 @@ def test_best_at_k_against_subset_enumeration():
         scores = rng.integers(0, 4, n) / 4                  # many ties
         for k in range(1, n + 1):
             brute = np.mean([max(sub) for sub in itertools.combinations(scores, k)])
-            assert vpo.best_at_k(scores, k) == pytest.approx(brute, abs=1e-12)
-    assert vpo.best_at_k(torch.tensor(scores), 3) == pytest.approx(vpo.best_at_k(scores, 3), abs=1e-12)
+            assert metrics.best_at_k(scores, k) == pytest.approx(brute, abs=1e-12)
+    assert metrics.best_at_k(torch.tensor(scores), 3) == pytest.approx(metrics.best_at_k(scores, 3), abs=1e-12)
     mask = np.array([True, False, True, True, False, True, True])
     brute = np.mean([max(sub) for sub in itertools.combinations(np.where(mask, scores, 0.0), 3)])
-    assert vpo.best_at_k(scores, 3, mask=mask) == pytest.approx(brute, abs=1e-12)
+    assert metrics.best_at_k(scores, 3, mask=mask) == pytest.approx(brute, abs=1e-12)
 
 
 def test_best_at_k_multi_answer_against_rollout_enumeration():
@@ -55,13 +56,13 @@ def test_best_at_k_multi_answer_against_rollout_enumeration():
     per_rollout = [max([s for s, ok in zip(row, oks) if ok], default=0.0) for row, oks in zip(scores, mask)]
     for k in (3, 6, 9, 18):
         brute = np.mean([max(sub) for sub in itertools.combinations(per_rollout, k // 3)])
-        assert vpo.best_at_k(scores, k, m=3, mask=mask) == pytest.approx(brute, abs=1e-12)
-        assert vpo.best_at_k(scores, k, mask=mask) == pytest.approx(brute, abs=1e-12)   # m inferred
+        assert metrics.best_at_k(scores, k, m=3, mask=mask) == pytest.approx(brute, abs=1e-12)
+        assert metrics.best_at_k(scores, k, mask=mask) == pytest.approx(brute, abs=1e-12)   # m inferred
     for k, m, arg in [(4, 3, "k"), (21, 3, "k"), (0, 3, "k"), (3, 2, "m")]:
         with pytest.raises(ValueError, match=arg):
-            vpo.best_at_k(scores, k, m=m)
+            metrics.best_at_k(scores, k, m=m)
     with pytest.raises(ValueError, match="k"):
-        vpo.best_at_k([0.1, 0.2], 3)
+        metrics.best_at_k([0.1, 0.2], 3)
 
 
 def pooled_brute(scores, mask, k):
@@ -76,29 +77,29 @@ def test_best_at_k_pooled_against_subset_enumeration():
     mask = rng.random((4, 3)) > 0.3
     mask[1] = False
     for k in range(1, 13):                                  # any k, not only multiples of m
-        assert vpo.best_at_k(scores, k, mask=mask, pooled=True) == pytest.approx(pooled_brute(scores, mask, k),
+        assert metrics.best_at_k(scores, k, mask=mask, pooled=True) == pytest.approx(pooled_brute(scores, mask, k),
                                                                                  abs=1e-12)
-    assert vpo.best_at_k(scores, 12, mask=mask, pooled=True) == pytest.approx(
-        vpo.best_at_k(scores, 12, mask=mask), abs=1e-12)    # the whole pool: both definitions agree
+    assert metrics.best_at_k(scores, 12, mask=mask, pooled=True) == pytest.approx(
+        metrics.best_at_k(scores, 12, mask=mask), abs=1e-12)    # the whole pool: both definitions agree
     single = scores[:, :1]                                  # m = 1: a rollout is an answer
     for k in range(1, 5):
-        assert vpo.best_at_k(single, k, pooled=True) == pytest.approx(vpo.best_at_k(single, k), abs=1e-12)
-        assert vpo.best_at_k(single[:, 0], k, pooled=True) == pytest.approx(vpo.best_at_k(single, k), abs=1e-12)
+        assert metrics.best_at_k(single, k, pooled=True) == pytest.approx(metrics.best_at_k(single, k), abs=1e-12)
+        assert metrics.best_at_k(single[:, 0], k, pooled=True) == pytest.approx(metrics.best_at_k(single, k), abs=1e-12)
     for k in (0, 13):
         with pytest.raises(ValueError, match="k"):
-            vpo.best_at_k(scores, k, pooled=True)
+            metrics.best_at_k(scores, k, pooled=True)
 
 
 def test_best_at_k_pooled_vs_whole_rollouts_by_hand():
     # rollouts (1, 1) and (0, 0), k = 2: one whole rollout wins half the time; two pooled answers miss both 1s
     # only when they are the two 0s, 1 - 1/C(4, 2) = 5/6
-    assert vpo.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2) == pytest.approx(0.5)
-    assert vpo.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
+    assert metrics.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2) == pytest.approx(0.5)
+    assert metrics.best_at_k([[1.0, 1.0], [0.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
     # rollouts (1, 0) and (1, 0): every whole rollout holds a 1; two pooled answers can be the two 0s
-    assert vpo.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2) == pytest.approx(1.0)
-    assert vpo.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
+    assert metrics.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2) == pytest.approx(1.0)
+    assert metrics.best_at_k([[1.0, 0.0], [1.0, 0.0]], 2, pooled=True) == pytest.approx(5 / 6)
     # a masked answer keeps its slot and scores 0: k = 1 draws the valid 1 or the masked 9 with equal chance
-    assert vpo.best_at_k([[1.0, 9.0]], 1, mask=[[True, False]], pooled=True) == pytest.approx(0.5)
+    assert metrics.best_at_k([[1.0, 9.0]], 1, mask=[[True, False]], pooled=True) == pytest.approx(0.5)
 
 
 def test_expected_best_at_k_pooled_against_brute_force():
@@ -108,10 +109,10 @@ def test_expected_best_at_k_pooled_against_brute_force():
     w = vpo.sample_weights(1, 5, 3, generator=gen(5))[0].double().numpy()
     for k in range(1, 7):
         brute = np.mean([pooled_brute(r @ wn, mask, k) for wn in w])
-        got = vpo.expected_best_at_k(r, k, w, mask=mask, pooled=True)
+        got = metrics.expected_best_at_k(r, k, w, mask=mask, pooled=True)
         assert got == pytest.approx(brute, abs=1e-12)
     with pytest.raises(ValueError, match="k"):
-        vpo.expected_best_at_k(r, 7, w, pooled=True)
+        metrics.expected_best_at_k(r, 7, w, pooled=True)
 
 
 def pareto_brute(pool):
@@ -122,26 +123,26 @@ def pareto_brute(pool):
 
 def test_pareto_metrics_hand_made_pools():
     pool = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.4, 0.4], [1.0, 0.0]])   # (0.4, 0.4) is dominated
-    got = vpo.pareto_metrics(pool)
+    got = metrics.pareto_metrics(pool)
     assert got["pareto_frac"] == pytest.approx(4 / 5)       # both copies of (1, 0) are on the front
     assert got["pareto_distinct"] == 3 and got["dim_mean"] == pytest.approx([0.58, 0.38])
-    assert vpo.pareto_metrics(np.array([[0.2, 0.7]])) == {"pareto_frac": 1.0, "pareto_distinct": 1,
+    assert metrics.pareto_metrics(np.array([[0.2, 0.7]])) == {"pareto_frac": 1.0, "pareto_distinct": 1,
                                                           "dim_mean": pytest.approx([0.2, 0.7])}
     one_wins = np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 1.0], [1.0, 0.2], [0.5, 1.0]])   # weak dominance counts
-    assert vpo.pareto_metrics(one_wins)["pareto_frac"] == pytest.approx(1 / 5)
-    assert vpo.pareto_metrics(one_wins)["pareto_distinct"] == 1
-    alike = vpo.pareto_metrics(np.full((3, 2), 0.3))        # duplicates do not dominate one another
+    assert metrics.pareto_metrics(one_wins)["pareto_frac"] == pytest.approx(1 / 5)
+    assert metrics.pareto_metrics(one_wins)["pareto_distinct"] == 1
+    alike = metrics.pareto_metrics(np.full((3, 2), 0.3))        # duplicates do not dominate one another
     assert alike["pareto_frac"] == 1.0 and alike["pareto_distinct"] == 1
 
 
 def test_pareto_metrics_masks_and_brute_force():
     rewards = np.array([[[1.0, 0.0], [9.0, 9.0]], [[0.0, 1.0], [0.0, 0.5]]])       # (n_rollouts, m, D)
     mask = np.array([[True, False], [True, True]])          # the masked (9, 9) would dominate everything
-    got = vpo.pareto_metrics(rewards, mask)
+    got = metrics.pareto_metrics(rewards, mask)
     assert got["pareto_frac"] == pytest.approx(2 / 3) and got["pareto_distinct"] == 2
     assert got["dim_mean"] == pytest.approx([1 / 3, 0.5])
-    assert vpo.pareto_metrics(torch.tensor(rewards), torch.tensor(mask)) == got
-    empty = vpo.pareto_metrics(rewards, np.zeros((2, 2), dtype=bool))
+    assert metrics.pareto_metrics(torch.tensor(rewards), torch.tensor(mask)) == got
+    empty = metrics.pareto_metrics(rewards, np.zeros((2, 2), dtype=bool))
     assert empty == {"pareto_frac": 0.0, "pareto_distinct": 0, "dim_mean": [0.0, 0.0]}
     rng = np.random.default_rng(6)
     for _ in range(20):
@@ -149,12 +150,12 @@ def test_pareto_metrics_masks_and_brute_force():
         keep = rng.random((5, 3)) > 0.2
         pool = r[keep]
         flags = pareto_brute(pool.tolist())
-        got = vpo.pareto_metrics(r, keep)
+        got = metrics.pareto_metrics(r, keep)
         assert got["pareto_frac"] == pytest.approx(np.mean(flags) if len(pool) else 0.0)
         assert got["pareto_distinct"] == len({tuple(y) for y, f in zip(pool.tolist(), flags) if f})
         assert got["dim_mean"] == pytest.approx(pool.mean(0).tolist() if len(pool) else [0.0] * 3)
     with pytest.raises(ValueError, match="mask"):
-        vpo.pareto_metrics(rewards, mask[:, :1])
+        metrics.pareto_metrics(rewards, mask[:, :1])
 
 
 def test_expected_best_and_expected_best_at_k_against_brute_force():
@@ -163,17 +164,17 @@ def test_expected_best_and_expected_best_at_k_against_brute_force():
     mask = rng.random((5, 2)) > 0.25
     w = vpo.sample_weights(1, 6, 3, generator=gen(2))[0].double().numpy()
     pool = r.reshape(-1, 3)
-    assert vpo.expected_best(pool, w) == pytest.approx(np.mean([max(wn @ y for y in pool) for wn in w]), abs=1e-12)
-    assert vpo.expected_best(np.zeros((0, 3)), w) == 0.0
+    assert metrics.expected_best(pool, w) == pytest.approx(np.mean([max(wn @ y for y in pool) for wn in w]), abs=1e-12)
+    assert metrics.expected_best(np.zeros((0, 3)), w) == 0.0
     for k in (2, 4, 10):
         brute = []
         for wn in w:
             per_rollout = [max([wn @ y for y, ok in zip(ys, oks) if ok], default=0.0) for ys, oks in zip(r, mask)]
             brute.append(np.mean([max(sub) for sub in itertools.combinations(per_rollout, k // 2)]))
-        got = vpo.expected_best_at_k(torch.tensor(r), k, torch.tensor(w), mask=torch.tensor(mask))
+        got = metrics.expected_best_at_k(torch.tensor(r), k, torch.tensor(w), mask=torch.tensor(mask))
         assert got == pytest.approx(np.mean(brute), abs=1e-12)
     with pytest.raises(ValueError, match="k"):
-        vpo.expected_best_at_k(r, 3, w)
+        metrics.expected_best_at_k(r, 3, w)
 
 
 def test_diversity_against_brute_force():
@@ -183,12 +184,12 @@ def test_diversity_against_brute_force():
     pool = r[mask]
     pairs = list(itertools.combinations(range(len(pool)), 2))
     brute = np.mean([np.abs(pool[i] - pool[j]).sum() for i, j in pairs])
-    assert vpo.diversity(r, mask) == pytest.approx(brute, abs=1e-12)
-    assert vpo.diversity(torch.tensor(pool)) == pytest.approx(brute, abs=1e-12)
-    assert vpo.diversity(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])) == pytest.approx(4 / 3)
-    assert vpo.diversity(np.ones((1, 2))) == 0.0 and vpo.diversity(np.ones((0, 2))) == 0.0
+    assert metrics.diversity(r, mask) == pytest.approx(brute, abs=1e-12)
+    assert metrics.diversity(torch.tensor(pool)) == pytest.approx(brute, abs=1e-12)
+    assert metrics.diversity(np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])) == pytest.approx(4 / 3)
+    assert metrics.diversity(np.ones((1, 2))) == 0.0 and metrics.diversity(np.ones((0, 2))) == 0.0
     with pytest.raises(ValueError, match="mask"):
-        vpo.diversity(r, mask[:, :2])
+        metrics.diversity(r, mask[:, :2])
 
 
 # --- the authors' smallest demonstration, on a tabular policy -----------------------------------------------------
@@ -238,7 +239,7 @@ def set_objective(probs):
     total = 0.0
     for picks in itertools.product(range(3), repeat=m):
         p = float(probs[torch.arange(m), torch.tensor(picks)].prod())
-        total += p * vpo.expected_best(ANSWERS[sorted(set(picks))], DIR11)
+        total += p * metrics.expected_best(ANSWERS[sorted(set(picks))], DIR11)
     return total
 
 
@@ -248,11 +249,11 @@ def test_demo_analytic_values():
     corners = 2 * (Fraction(1, 2) - Fraction(1, 8))
     all_three = 2 * (Fraction(1, 2) - Fraction(9, 50)) + Fraction(1, 5) * Fraction(3, 5)
     assert corners == Fraction(3, 4) and all_three == Fraction(19, 25)
-    assert vpo.expected_best(ANSWERS[:2], DIR11) == pytest.approx(0.75, abs=1e-8)
-    assert vpo.expected_best(ANSWERS, DIR11) == pytest.approx(0.76, abs=1e-8)
-    assert vpo.expected_best(ANSWERS[2:], DIR11) == pytest.approx(0.6, abs=1e-7)
+    assert metrics.expected_best(ANSWERS[:2], DIR11) == pytest.approx(0.75, abs=1e-8)
+    assert metrics.expected_best(ANSWERS, DIR11) == pytest.approx(0.76, abs=1e-8)
+    assert metrics.expected_best(ANSWERS[2:], DIR11) == pytest.approx(0.6, abs=1e-7)
     sobol = vpo.sample_weights(1, 4096, 2, sampler="sobol", generator=gen())[0]
-    assert vpo.expected_best(ANSWERS, sobol) == pytest.approx(0.76, abs=1e-3)
+    assert metrics.expected_best(ANSWERS, sobol) == pytest.approx(0.76, abs=1e-3)
 
 
 @pytest.fixture

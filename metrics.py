@@ -1,0 +1,182 @@
+"""
+Evaluation metrics of a set of answers: numpy arrays or torch tensors in, Python numbers out (exact expectations,
+no resampling). The advantage estimators and the policy loss live in vpo.py.
+
+Paper: Bahlous-Boldi et al., "Vector Policy Optimization: Training for Diversity Improves Test-Time Search",
+arXiv 2605.22817 (2026). Notation: m answers per rollout, D reward dimensions, N weight draws; r(x, y) in [0, 1]^D
+is the reward vector of answer y.
+
+  best@k          E[max of k answers' scores], k drawn as whole rollouts (ours)     best_at_k
+                  or from one pool of all answers (the authors', pooled=True)
+  pass@k          1 - C(n-c, k) / C(n, k); best_at_k on 0/1 scores is the same      pass_at_k
+  E_w[best@k]     (1/N) sum_n best@k under w_n^T r, the VPO objective               expected_best_at_k
+  E_w max         (1/N) sum_n max_y w_n^T r(y) of one pool                          expected_best
+  diversity       mean pairwise L1 distance between a pool's reward vectors         diversity
+  Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics
+                  front vectors, mean of each reward dimension
+
+Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
+masked out by the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out
+of every max, and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's
+"missing answers count as zero vectors". In a pooled best@k a masked answer keeps its slot and scores 0;
+diversity and pareto_metrics describe the valid answers only.
+"""
+import math
+
+import torch
+
+
+def _check(ok, arg, expected, got):
+    """The one place bad input is reported: ValueError('<arg> must be <expected>, got <got>')."""
+    if not ok:
+        raise ValueError(f"{arg} must be {expected}, got {got}")
+
+
+def _masked_max(x, mask):
+    """max over the last axis of the entries where mask is True; 0 where a row has no True entry."""
+    if mask is None:
+        return x.amax(-1)
+    best = x.masked_fill(~mask, float("-inf")).amax(-1)
+    return best.masked_fill(~mask.any(-1), 0.0)
+
+
+def _f64(x):
+    return torch.as_tensor(x, dtype=torch.float64).detach().cpu()
+
+
+def _bool(mask, shape, arg="mask"):
+    if mask is None:
+        return None
+    mask = torch.as_tensor(mask).detach().cpu().bool()
+    _check(mask.shape == shape, arg, f"shape {tuple(shape)}", tuple(mask.shape))
+    return mask
+
+
+def pass_at_k(n, c, k):
+    """Unbiased pass@k (Chen et al. 2021) over n answers, c correct: 1 - C(n-c, k) / C(n, k), computed stably as
+    1 - prod_{i=n-c+1}^{n} (1 - k/i); 1 when n - c < k (every k-subset holds a correct answer)."""
+    _check(0 <= c <= n, "c", f"in [0, n] (n = {n})", c)
+    _check(1 <= k <= n, "k", f"in [1, n] (n = {n})", k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def _log_comb(a, b):
+    return torch.lgamma(a + 1) - math.lgamma(b + 1) - torch.lgamma(a - b + 1)
+
+
+def _expected_max(values, k):
+    """E[max of k of the n values drawn without replacement], over the last axis, exactly by order statistics:
+    sum_i s_(i) C(i-1, k-1) / C(n, k) with s_(1) <= ... <= s_(n) (s_(i) is the max iff the k-1 others are below it).
+    """
+    n = values.shape[-1]
+    i = torch.arange(1, n + 1, dtype=torch.float64)
+    log_p = _log_comb(i.clamp_min(k) - 1, k - 1) - _log_comb(torch.tensor(float(n), dtype=i.dtype), k)
+    p = torch.where(i >= k, log_p.exp(), 0.0)                                        # P(s_(i) is the max)
+    return values.sort(dim=-1).values @ p
+
+
+def _rollout_draws(k, m, n_rollouts):
+    """k answers = k/m whole rollouts of m answers."""
+    _check(k >= 1 and k % m == 0, "k", f"a positive multiple of m = {m}", k)
+    _check(k // m <= n_rollouts, "k", f"at most m * n_rollouts = {m} * {n_rollouts}", k)
+    return k // m
+
+
+def _pool(scores, mask, k):
+    """Every answer of scores (..., n_rollouts, m) one member of a pool (..., n_rollouts * m); masked ones score 0."""
+    pool = (scores if mask is None else scores.masked_fill(~mask, 0.0)).flatten(-2)
+    _check(1 <= k <= pool.shape[-1], "k", f"in [1, {pool.shape[-1]}] (the answers in the pool)", k)
+    return pool
+
+
+def best_at_k(scores, k, m=None, mask=None, pooled=False):
+    """Exact E[best@k]: the expected max of k answers drawn without replacement from a pool of scored answers.
+
+    scores (n,): one answer per rollout; E[max] = sum_i s_(i) C(i-1, k-1) / C(n, k) over the ascending scores.
+    scores (n_rollouts, m), pooled=False (ours): each rollout scores the max of its valid answers (0 if none)
+    and k/m whole rollouts are drawn, so k counts answers as for a single-answer model. k must be a multiple
+    of m (m defaults to scores.shape[1]; if given it must match).
+    pooled=True (the authors'): all n_rollouts * m answers form one pool, rollout boundaries ignored, and k answers
+    are drawn from it, any 1 <= k <= n_rollouts * m. Equal to whole rollouts for m = 1 or k = n_rollouts * m;
+    otherwise either is larger: whole rollouts win when a rollout's answers differ (VPO's sets), lose when they repeat.
+    mask (same shape, bool) marks valid answers. A masked answer still takes its slot and scores 0 (the authors
+    score a missing answer as the zero vector; k counts answer slots, so a wasted slot cannot be redrawn); in
+    whole rollouts it is left out of the max, the same for scores >= 0. Scores are finite. k > pool: ValueError.
+    """
+    s = _f64(scores)
+    mask = _bool(mask, s.shape)
+    if s.dim() == 1:
+        s, mask = s[:, None], None if mask is None else mask[:, None]
+    _check(s.dim() == 2, "scores", "(n,) or (n_rollouts, m)", tuple(s.shape))
+    _check(m is None or m == s.shape[1], "m", f"scores.shape[1] = {s.shape[1]}", m)
+    if pooled:
+        return float(_expected_max(_pool(s, mask, k), k))
+    draws = _rollout_draws(k, s.shape[1], s.shape[0])
+    return float(_expected_max(_masked_max(s, mask), draws))
+
+
+def expected_best(reward_vectors, weights):
+    """E_w max_y w^T r(y) of one pool: (1/N) sum_n max_i w_n^T r_i; reward_vectors (n, D), weights (N, D).
+    An empty pool scores 0."""
+    r, w = _f64(reward_vectors), _f64(weights)
+    _check(r.dim() == 2 and w.dim() == 2 and r.shape[1] == w.shape[1], "reward_vectors/weights",
+           "(n, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    return 0.0 if len(r) == 0 else float((w @ r.T).amax(dim=-1).mean())
+
+
+def expected_best_at_k(rewards, k, weights, mask=None, pooled=False):
+    """E_w[best@k], the VPO set objective as an evaluation number: (1/N) sum_n best@k under the scalar w_n^T r.
+
+    rewards (n_rollouts, m, D) (or (n, D) for single answers), weights (N, D), mask rewards.shape[:-1] bool. For each
+    w_n a rollout scores max_{valid y} w_n^T r(y); then the exact best@k over rollouts with k/m draws (best_at_k).
+    pooled=True: for each w_n the exact best@k of the pool of all answers, masked ones scoring 0 (best_at_k).
+    """
+    r, w = _f64(rewards), _f64(weights)
+    mask = _bool(mask, r.shape[:-1])
+    if r.dim() == 2:
+        r, mask = r[:, None], None if mask is None else mask[:, None]
+    _check(r.dim() == 3 and w.dim() == 2 and r.shape[2] == w.shape[1], "rewards/weights",
+           "(n_rollouts, m, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    scores = torch.einsum("gmd,nd->ngm", r, w)                                       # w_n^T r(y): (N, n_rollouts, m)
+    if pooled:
+        return float(_expected_max(_pool(scores, mask, k), k).mean())
+    draws = _rollout_draws(k, r.shape[1], r.shape[0])
+    return float(_expected_max(_masked_max(scores, mask), draws).mean())             # per rollout: (N, n_rollouts)
+
+
+def diversity(reward_vectors, mask=None):
+    """Mean pairwise L1 distance of a pool, 2 / (n (n-1)) sum_{i<j} ||r_i - r_j||_1; 0 for fewer than 2 vectors.
+
+    reward_vectors (n, D), or (n_rollouts, m, D) taken as one pool of answers; mask (same leading shape, bool)
+    keeps the valid answers only.
+    """
+    r = _f64(reward_vectors)
+    mask = _bool(mask, r.shape[:-1])
+    r = r.reshape(-1, r.shape[-1]) if mask is None else r[mask]
+    n = len(r)
+    if n < 2:
+        return 0.0
+    return float((r[:, None] - r[None]).abs().sum() / (n * (n - 1)))                # each pair counted twice
+
+
+def pareto_metrics(reward_vectors, mask=None):
+    """The pool statistics the authors log: how much of a pool is on its own Pareto front, and the mean of each dim.
+
+    reward_vectors (n, D), or (n_rollouts, m, D) taken as one pool of answers; mask (same leading shape, bool)
+    keeps the valid answers only (to count missing answers as zero vectors, as the authors' pools do, pass the
+    zero-filled rewards without a mask). Answer i is Pareto-optimal if no answer j has r_j >= r_i in every
+    dimension and r_j > r_i in one; an exact duplicate does not dominate, so every copy of a front vector counts.
+    -> {"pareto_frac": (# Pareto-optimal answers) / n, "pareto_distinct": # distinct Pareto-optimal vectors (int),
+        "dim_mean": [mean of r_d over the pool for d = 1..D]}. An empty pool gives 0.0, 0 and zeros.
+    """
+    r = _f64(reward_vectors)
+    mask = _bool(mask, r.shape[:-1])
+    r = r.reshape(-1, r.shape[-1]) if mask is None else r[mask]                      # (n, D)
+    if len(r) == 0:
+        return {"pareto_frac": 0.0, "pareto_distinct": 0, "dim_mean": [0.0] * r.shape[-1]}
+    covers = (r[:, None] >= r[None]).all(-1) & (r[:, None] > r[None]).any(-1)       # [j, i]: j dominates i
+    front = ~covers.any(dim=0)                                                       # (n,) bool
+    return {"pareto_frac": float(front.double().mean()), "pareto_distinct": len(torch.unique(r[front], dim=0)),
+            "dim_mean": r.mean(dim=0).tolist()}
