@@ -424,7 +424,7 @@ def test_library_modules_never_import_a_command():
     """model, sample, vpo, metrics, tasks/, evaluate, sft, runs and dist import no command (train, search, reproduce,
     bench), not even inside a function; the tools get their run loading from runs.py."""
     commands = {"train", "search", "reproduce", "bench"}
-    library = ["model.py", "sample.py", "vpo.py", "metrics.py", "evaluate.py", "sft.py", "runs.py", "dist.py",
+    library = ["model.py", "sample.py", "vpo.py", "metrics.py", "evaluate.py", "sft.py", "runs.py", "dist.py", "rl.py",
                *glob.glob("tasks/*.py", root_dir=ROOT)]
     for path in library + ["search.py"]:
         tree_ = ast.parse(open(os.path.join(ROOT, path)).read())
