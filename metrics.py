@@ -25,19 +25,7 @@ import math
 
 import torch
 
-
-def _check(ok, arg, expected, got):
-    """The one place bad input is reported: ValueError('<arg> must be <expected>, got <got>')."""
-    if not ok:
-        raise ValueError(f"{arg} must be {expected}, got {got}")
-
-
-def _masked_max(x, mask):
-    """max over the last axis of the entries where mask is True; 0 where a row has no True entry."""
-    if mask is None:
-        return x.amax(-1)
-    best = x.masked_fill(~mask, float("-inf")).amax(-1)
-    return best.masked_fill(~mask.any(-1), 0.0)
+from vpo import _check, _masked_max  # one place for bad-input errors and the max over valid answers
 
 
 def _f64(x):
