@@ -92,15 +92,20 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
     adv = adv[mine].to(device).reshape(-1)                                          # one per own rollout (R,)
     tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
     batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
-    with torch.no_grad():
-        ref = shared_token_logprobs(ref_model, batch, args.temperature, amp) if args.kl_coef else None
-        old = shared_token_logprobs(model, batch, args.temperature, amp) if args.minibatches > 1 else None
-    stats = []
     # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
     # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
-    for rows in torch.arange(len(adv), device=device).chunk(M):  # minibatch k of every process = one's minibatch k
+    chunks = torch.arange(len(adv), device=device).chunk(M)  # minibatch k of every process = one's minibatch k
+    with torch.no_grad():
+        ref = shared_token_logprobs(ref_model, batch, args.temperature, amp) if args.kl_coef else None
+        # the old policy's log-probs, needed once the first update has changed the policy: the later minibatches
+        # (the first one's are its own log-probs before that update)
+        later = torch.cat(chunks[1:]) if len(chunks) > 1 else None
+        old = None if later is None else shared_token_logprobs(model, batch.select(later), args.temperature, amp)
+    stats = []
+    for i, rows in enumerate(chunks):
         logp = shared_token_logprobs(train_model, batch.select(rows), args.temperature, amp)
-        loss, s = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows], tmask[rows],
+        old_rows = logp.detach() if i == 0 else old[rows - len(chunks[0])]
+        loss, s = vpo.policy_loss(logp, old_rows, adv[rows], tmask[rows],
                                   args.clip, args.clip, args.dual_clip, None if ref is None else ref[rows],
                                   args.kl_coef, args.agg)
         share = dist.loss_share(tmask[rows], args.agg)
