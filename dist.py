@@ -34,8 +34,13 @@ def setup(device):
     return device
 
 
-def teardown():
+def teardown(wait=True):
+    """Leave the process group. wait: first a barrier, so no process tears down its connections while another
+    still uses them (gloo then aborted a process now and then: "terminate called without an active exception");
+    after an error, leave at once."""
     if td.is_initialized():
+        if wait:
+            td.barrier()
         td.destroy_process_group()
 
 

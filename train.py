@@ -434,9 +434,12 @@ def main(argv=None):
     except UsageError as e:
         if os.environ.get("RANK", "0") == "0":  # under torchrun, once (every process found the same mistake)
             print(f"error: {e}", file=sys.stderr)
+        dist.teardown()  # every process found it: they all get here
         return 2
-    finally:
-        dist.teardown()
+    except BaseException:
+        dist.teardown(wait=False)
+        raise
+    dist.teardown()
     return 0
 
 
