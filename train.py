@@ -129,6 +129,10 @@ def get_parser():
     a.add_argument("--eval_problems", type=PROBLEMS, default=64, help="held-out test problems")
     a.add_argument("--eval_answers", type=COUNT, default=96, help="answers sampled per test problem")
     a.add_argument("--eval_temperature", type=NONNEGATIVE, default=0.7, help="sampling temperature at evaluation")
+    a.add_argument("--keep_eval_ckpts", action="store_true",
+                   help="also keep the weights of every mid-run evaluation (ckpt-step<N>.pt, no optimizer)")
+    a.add_argument("--no_base_eval", action="store_true",
+                   help="skip the final evaluation of the starting checkpoint (reproduce.py evaluates each base once)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -284,6 +288,9 @@ def train(args, task, model, directory, device, state=None, quiet=False, ckpt_na
                 if main:
                     with open(os.path.join(directory, "eval.jsonl"), "a") as f:
                         f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
+                    if args.keep_eval_ckpts:
+                        save_checkpoint(os.path.join(directory, f"ckpt-step{step + 1}.pt"), model, step=step + 1,
+                                        args=vars(args), device=device.type)
                 checkpoint(step + 1)
             elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
                 checkpoint(step + 1)
@@ -305,7 +312,7 @@ def finish(args, task, model, directory, seconds, device):
     goal, amp = eval_weights(args, task), args.dtype != "float32"
     results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal,
                                amp=amp)}
-    if args.init_path:  # the same evaluation of the starting point: what did RL change?
+    if args.init_path and not args.no_base_eval:  # the same evaluation of the starting point: what did RL change?
         results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
                                    args.eval_temperature, weights=goal, amp=amp)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
