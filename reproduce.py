@@ -165,12 +165,23 @@ def run_all(cfg, out, jobs=2, report=None):
     os.makedirs(logs, exist_ok=True)
     bases = {j["base"]: base_path(j, out) for j in train_jobs}
     threads = 1 if jobs > 1 else None
+    saved = os.environ.get("OMP_NUM_THREADS")
     if threads:
         os.environ["OMP_NUM_THREADS"] = "1"  # the workers inherit it before they import torch
+    try:
+        return _run(cfg, out, jobs, report, train_jobs, bases, logs, threads)
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+
+
+def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
     evolve_todo = [(slug, seed) for slug in EVOLVE_ARMS for seed in cfg["code"]["seeds"]
                    if not os.path.isfile(evolve_path(out, slug, seed))]
     failed = []
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                                 initargs=(threads or os.cpu_count(),)) as pool:
@@ -205,6 +216,9 @@ def run_all(cfg, out, jobs=2, report=None):
                       f"{'ok' if rc == 0 else 'FAILED ' + str(rc)}", flush=True)
                 if rc != 0:
                     failed.append(j["name"])
+                with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as f:  # report.wall_seconds
+                    f.write(json.dumps({"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}) + "\n")
+                started = time.time()
                 if report:
                     report()
     return failed

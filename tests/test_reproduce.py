@@ -1,38 +1,134 @@
-"""reproduce.py's machinery end to end on a micro configuration: tables, figures, the evolutionary search."""
+"""reproduce.py and report.py: `--quick` end to end (every table and figure the README shows), the plan's job list,
+the scheduler's warm-start rule, and the report's paired differences and decision rule on hand-made runs."""
 import json
+import os
+import re
 
+import pytest
+
+import report
 import reproduce
 
-MICRO = {"steps": 2, "seeds": [0, 1], "eval_problems": 2, "sft_steps": 2, "evolve_budget": {"answers": 9, "samples": 4},
-         "extra": ["--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "2",
-                   "--sft_batch_size", "4", "--eval_answers", "48", "--quiet"]}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_reproduce_writes_tables_figures_and_respects_the_search_budget(tmp_path):
-    lines = reproduce.reproduce(["code"], MICRO, str(tmp_path), "test")
-    text = (tmp_path / "results.md").read_text()
-    assert text.strip().splitlines()[:len(lines)] == lines
-    rows = [line for line in lines if line.startswith("| ") and "±" in line]
-    best = [r for r in rows if len(r.split("|")) - 2 == 2 + 5 + 4]  # method, seeds, 5 k values, 4 more
-    passes = [r for r in rows if len(r.split("|")) - 2 == 1 + 5]    # method, 5 k values
-    assert len(best) == len(passes) == len(reproduce.METHODS) and len(rows) == 2 * len(reproduce.METHODS)
-    assert all("| 2 |" in r for r in best)  # mean ± std over the 2 seeds
-    for name in ("best_at_k_code.png", "pass_at_k_code.png", "diversity_code.png", "scatter_code.png"):
-        assert (tmp_path / name).stat().st_size > 1000, name
-    evo = json.loads((tmp_path / "evolve_code.json").read_text())
-    for unit, entry in evo["units"].items():
-        assert set(entry["methods"]) == set(reproduce.METHODS)
-        for r in entry["methods"].values():
-            assert all(0 < used <= MICRO["evolve_budget"][unit] for used in r["used"])
-            assert len(r["used"]) == len(evo["hard_problems"])
-            counts = [r["solved_by_budget"][str(b)] for b in entry["budgets"]]
-            assert counts == sorted(counts) and counts[-1] == len(r["solved"])
-    assert "Compute in the runs" in lines[-1]
-    # a second invocation re-uses every finished run: nothing is trained again
-    before = {p: p.stat().st_mtime for p in tmp_path.glob("runs/code/*/ckpt.pt")}
-    reproduce.reproduce(["code"], MICRO, str(tmp_path), "test")
-    assert before == {p: p.stat().st_mtime for p in tmp_path.glob("runs/code/*/ckpt.pt")}
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    assert reproduce.main(["--quick", "--out", str(out)]) == 0
+    return out
 
 
-def test_slope_of_best_at_k_per_doubling():
-    assert abs(reproduce.slope([3, 6, 12, 24, 48], [0.1, 0.2, 0.3, 0.4, 0.5]) - 0.1) < 1e-12
+def readme_results():
+    """The README's results section: the figures it shows and the table captions it quotes from results.md."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("## Results"):]
+    section = section[:section.index("\n## ", 3)]
+    figures = re.findall(r"\(results/([\w.-]+\.png)\)", section)
+    captions = re.findall(r"results\.md: \"([^\"]+)\"", section)
+    return figures, captions
+
+
+def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
+    figures, captions = readme_results()
+    assert len(figures) >= 5 and len(captions) >= 5
+    for name in figures:
+        assert (quick / name).stat().st_size > 2000, name
+    text = (quick / "results.md").read_text()
+    for caption in captions:
+        assert caption in text, caption
+    # every table in results.md has a row per arm of its group, each with its seeds
+    for label, _, _ in reproduce.MAIN:
+        assert re.search(rf"^\| {re.escape(label)} \| 2 \|", text, re.M), label
+    for label, _, _ in reproduce.ABLATION:
+        assert re.search(rf"^\| {re.escape(label)} \| 1 \|", text, re.M), label
+    assert "wall-clock time of reproduce.py" in text and "Compute inside the runs" in text
+
+
+def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
+    jobs = reproduce.jobs_of(reproduce.QUICK)
+    for j in jobs:
+        assert (quick / "runs" / j["task"] / j["name"] / "summary.json").is_file(), j["name"]
+    logs = list((quick / "runs" / "logs").glob("*.log"))
+    assert len(logs) == len(jobs)
+    # the scheduler never starts a run whose warm start another running job is training (it would wait)
+    assert not any("another run is training" in p.read_text() for p in logs)
+    # the main runs keep the weights of their mid-run evaluations (the route figure draws them)
+    assert (quick / "runs" / "maze" / "vpo-s0" / "ckpt-step2.pt").is_file()
+    routes = json.loads((quick / "routes_maze.json").read_text())
+    assert set(routes["arms"]) == {"grpo", "vpo"} and set(routes["arms"]["vpo"]) == {"start", "middle", "end"}
+    for arm in routes["arms"].values():  # the same number of answers for both, on every maze
+        for stage in arm.values():
+            assert [len(a) for a in stage["answers"]] == [reproduce.QUICK["route_answers"]] * reproduce.QUICK["route_mazes"]
+
+
+def test_quick_evolve_respects_its_budget(quick):
+    for slug in reproduce.EVOLVE_ARMS:
+        for seed in reproduce.QUICK["code"]["seeds"]:
+            result = json.loads(open(reproduce.evolve_path(str(quick), slug, seed)).read())
+            assert result["problems"] == reproduce.hard_code_problems(str(quick), reproduce.QUICK)
+            for unit, entry in result["units"].items():
+                assert entry["budget"] == reproduce.QUICK["evolve"]["budgets"][unit]
+                assert len(entry["used"]) == len(result["problems"])
+                assert all(0 < u <= entry["budget"] for u in entry["used"])
+
+
+def test_a_second_invocation_trains_nothing(quick):
+    ckpts = sorted((quick / "runs").glob("*/*/ckpt.pt"))
+    before = {p: p.stat().st_mtime_ns for p in ckpts}
+    assert reproduce.main(["--quick", "--out", str(quick)]) == 0
+    assert before == {p: p.stat().st_mtime_ns for p in ckpts}
+
+
+def test_the_job_list_is_the_plan():
+    jobs = reproduce.jobs_of(reproduce.FULL)
+    names = {(j["group"], j["name"]) for j in jobs}
+    assert len(names) == len(jobs) == 5 * 3 + 6 + 3 * 3
+    for group, arms in reproduce.GROUPS.items():
+        for label, slug, flags in arms:
+            for seed in reproduce.FULL[group]["seeds"]:
+                j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
+                argv = j["argv"]
+                assert argv[argv.index("--steps") + 1] == str(reproduce.FULL[group]["steps"])
+                assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
+                base_evaluated = "--no_base_eval" not in argv
+                assert base_evaluated == (group == "ablation" or (seed == 0 and slug in ("grpo", "vpo")))
+                assert ("--keep_eval_ckpts" in argv) == (group == "main")
+    # seed-major: every main arm of seed 0 starts before any of seed 1; ablations come last
+    order = [(j["group"], j["seed"]) for j in jobs]
+    assert order.index(("main", 1)) > max(i for i, o in enumerate(order) if o == ("main", 0))
+    assert all(g == "ablation" for g, _ in order[-len(reproduce.ABLATION):])
+    # 220 steps of 8 prompts x 8 rollouts: the paper's maze budget of about 14k rollouts
+    assert reproduce.FULL["main"]["steps"] * 64 >= 14000
+
+
+def run(seed, pooled, slug="x"):
+    return {"seed": seed, "slug": slug, "summary": {"metrics": {"pooled_best@k": {str(k): v for k, v in pooled.items()}}}}
+
+
+def test_paired_differences_and_the_decision_rule():
+    runs = {"VPO": [run(0, {3: 0.5, 48: 0.7}), run(1, {3: 0.4, 48: 0.8}), run(2, {3: 0.6, 48: 0.6})],
+            "GRPO": [run(2, {3: 0.5, 48: 0.5}), run(0, {3: 0.45, 48: 0.6}), run(1, {3: 0.5, 48: 0.7})]}
+    seeds, d = report.paired(runs, "VPO", "GRPO", "pooled_best@k", [3, 48])
+    assert seeds == [0, 1, 2]  # paired by seed, not by list position
+    assert d[3] == pytest.approx([0.05, -0.1, 0.1]) and d[48] == pytest.approx([0.1, 0.1, 0.1])
+    assert report.verdict(d[3], "VPO", "GRPO") == "unresolved"
+    assert report.verdict(d[48], "VPO", "GRPO") == "VPO ahead on every seed"
+    assert report.verdict([-0.1, -0.01], "VPO", "GRPO") == "GRPO ahead on every seed"
+    assert report.verdict([0.1, 0.0], "VPO", "GRPO") == "unresolved"  # a tie is not a win
+    # a seed only one arm finished is left out of the pairing
+    runs["VPO"].append(run(3, {3: 0.9, 48: 0.9}))
+    assert report.paired(runs, "VPO", "GRPO", "pooled_best@k", [3])[0] == [0, 1, 2]
+    assert report.pm([0.5, 0.7]) == "0.600 ± 0.100" and report.pm([0.25]) == "0.250" and report.pm([None]) == "-"
+
+
+def test_evolve_table_counts_problems_solved_within_each_budget():
+    result = {"m": 1, "problems": [4, 7, 9], "units": {"answers": {"budget": 16, "solved_at": [2, None, 9],
+                                                                     "used": [2, 16, 9], "seconds": 1.0}}}
+    other = {"m": 1, "problems": [4, 7, 9], "units": {"answers": {"budget": 16, "solved_at": [16, 4, 3],
+                                                                    "used": [16, 4, 3], "seconds": 1.0}}}
+    lines = report.evolve_table({"grpo": [result, other]})
+    row = next(line for line in lines if line.startswith("| GRPO"))
+    # budgets 2, 4, 8, 16: seed one solves 1, 1, 1, 2; seed two 0, 2, 2, 3
+    assert "| 0.50 ± 0.50 [1, 0] | 1.50 ± 0.50 [1, 2] | 1.50 ± 0.50 [1, 2] | 2.50 ± 0.50 [2, 3] |" in row

@@ -1,0 +1,236 @@
+"""
+The figures of the reproduction (report.py writes the tables): best@k against k, training curves, best@k and
+diversity during training, the answers' reward vectors, the evolutionary search, and the route figure: the same
+held-out mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end of training.
+"""
+import json
+import os
+
+import numpy as np
+
+from plots import plot_scatter, plt, smooth
+from report import KS, at_step, base_metrics, eval_steps, value
+
+MAZE_COLOURS = {"#": "#3b3b3b", ".": "#ffffff", "S": "#6fcf6f", "E": "#e06666", "G": "#f4c542", "*": "#6ec6f0",
+                "~": "#f28c28", "+": "#c9a0dc"}
+
+
+def _save(fig, legend_ax, path, suptitle):
+    legend_ax.legend(fontsize=7)
+    fig.suptitle(suptitle)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _label(ax, title, xlabel):
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3)
+
+
+def _mean_std(rows):
+    rows = np.asarray(rows, dtype=float)
+    return rows.mean(axis=0), rows.std(axis=0)
+
+
+def _k_panel(ax, runs, key, ks, bases, title):
+    for i, (label, rs) in enumerate(runs.items()):
+        ks_here = [k for k in ks if value(rs[0]["summary"]["metrics"], key, k) is not None]
+        mu, sd = _mean_std([[value(r["summary"]["metrics"], key, k) for k in ks_here] for r in rs])
+        ax.plot(ks_here, mu, marker="o", color=f"C{i}", label=f"{label} ({len(rs)})")
+        ax.fill_between(ks_here, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
+    for style, (label, m) in zip((":", "--"), bases):
+        if m:
+            ks_here = [k for k in ks if value(m, key, k) is not None]
+            ax.plot(ks_here, [value(m, key, k) for k in ks_here], style, color="gray", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ks), [str(k) for k in ks])
+    _label(ax, title, "k (answers)")
+
+
+def best_at_k_figure(runs, bases, panels, path, suptitle):
+    """panels: [(metric key, ks, title)]; one line per arm, mean ± std over seeds, bases dashed."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (key, ks, title) in zip(axes[0], panels):
+        _k_panel(ax, runs, key, ks, bases, title)
+    _save(fig, axes[0][0], path, suptitle)
+
+
+def training_figure(runs, path, suptitle):
+    """Training curves from log.jsonl, mean over seeds, 10-step moving average."""
+    keys = [("deploy_reward", "deployment reward w*ᵀr of sampled answers"), ("set_reward", "set reward E_w max wᵀr"),
+            ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)")]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.8))
+    for ax, (key, name) in zip(axes, keys):
+        for i, (label, rs) in enumerate(runs.items()):
+            n = min(len(r["log"]) for r in rs)
+            if n == 0:
+                continue
+            y = np.mean([[row[key] for row in r["log"][:n]] for r in rs], axis=0)
+            ax.plot(np.arange(1, n + 1), smooth(y), color=f"C{i}", label=label)
+        _label(ax, name, "RL step")
+    _save(fig, axes[0], path, suptitle)
+
+
+def over_training_figure(runs, bases, path, suptitle):
+    """Pooled best@3, pooled best@48 and diversity of the held-out answers at every evaluation, step 0 = base."""
+    panels = [("pooled_best@k", 3, "pooled best@3"), ("pooled_best@k", 48, "pooled best@48"),
+              ("diversity", None, "diversity of the held-out answers")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8))
+    for ax, (key, k, title) in zip(axes, panels):
+        for i, (label, rs) in enumerate(runs.items()):
+            base = bases.get(rs[0]["summary"]["metrics"]["m"])
+            steps = eval_steps(rs)
+            get = (lambda m: value(m, key, k)) if k else (lambda m: m[key])
+            rows = [[get(at_step(r, s)) for s in steps] for r in rs if all(at_step(r, s) for s in steps)]
+            if not rows:
+                continue
+            mu, sd = _mean_std(rows)
+            xs = ([0] if base else []) + steps
+            mu = ([get(base)] if base else []) + list(mu)
+            sd = ([0.0] if base else []) + list(sd)
+            ax.errorbar(xs, mu, yerr=sd, marker="o", capsize=2, color=f"C{i}", label=label)
+        _label(ax, title, "RL step (0 = warm start)")
+    _save(fig, axes[0], path, suptitle)
+
+
+# ------------------------------------------------------------------------------------------ the route figure
+def route_answers(cfg, out, main):
+    """Answers of the seed-0 GRPO and VPO runs on the first held-out mazes at the start (the base), middle (the
+    kept evaluation weights nearest half way) and end of training, the same number of answers for each
+    (GRPO: that many rollouts of one answer; VPO: a third as many rollouts of three), T = 0.7, fixed seeds.
+    Sampled once and cached in out/routes_maze.json."""
+    path = os.path.join(out, "routes_maze.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            return json.load(f)
+    import torch
+
+    from evaluate import rollout
+    from model import load_checkpoint
+    from sample import step_seed
+    from tasks import get_task
+    runs = {r["slug"]: r for rs in main.values() for r in rs if r["seed"] == 0 and r["slug"] in ("grpo", "vpo")}
+    if len(runs) < 2:
+        return None
+    task = get_task("maze")
+    problems = task.problems("test", cfg["route_mazes"], seed=0)
+    steps, every = cfg["main"]["steps"], cfg["main"]["eval_every"]
+    middle = max(every, every * round(steps / 2 / every)) if every else steps
+    result = {"problems": [[p.grid, p.budget] for p in problems], "arms": {}}
+    for slug, r in runs.items():
+        m = r["summary"]["metrics"]["m"]
+        ckpts = {"start": (0, r["summary"]["init"]), "middle": (middle, os.path.join(r["dir"], f"ckpt-step{middle}.pt")),
+                 "end": (steps, os.path.join(r["dir"], "ckpt.pt"))}
+        result["arms"][slug] = {}
+        for stage, (step, ckpt) in ckpts.items():
+            if not os.path.isfile(ckpt):
+                continue
+            model = load_checkpoint(ckpt)[0].eval()
+            n_roll = max(1, cfg["route_answers"] // m)
+            with torch.no_grad():
+                _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
+                                            seeds=[step_seed(0, 7, i) for i in range(len(problems))])
+            answers = [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)]
+                       for i in range(len(problems))]
+            result["arms"][slug][stage] = {"step": step, "m": m, "answers": answers}
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+def _path(problem, route):
+    """Cells (row, col) visited by a route from S, stopping at E or the budget; None if not a move string."""
+    from tasks.maze import MOVES, _ROUTE
+    if not route or not _ROUTE.fullmatch(route):
+        return None
+    lay = problem.layout
+    pos, cells = lay.start, [divmod(lay.start, lay.W)]
+    for mv in route[:problem.budget]:
+        pos = lay.step[pos][MOVES.index(mv)]
+        cells.append(divmod(pos, lay.W))
+        if pos == lay.exit:
+            break
+    return cells
+
+
+def routes_figure(data, path):
+    """One row per maze; columns GRPO start / middle / end, then VPO's. Each answer a coloured route (distinct
+    routes in distinct colours, offset a little so overlapping ones stay visible); the panel title counts
+    the answers, the distinct routes reaching E, and the best w*ᵀr among them."""
+    from tasks import get_task
+    from tasks.maze import MazeProblem
+    task = get_task("maze")
+    problems = [MazeProblem(grid, budget) for grid, budget in data["problems"]]
+    columns = [(slug, stage) for slug in ("grpo", "vpo") for stage in ("start", "middle", "end")
+               if stage in data["arms"].get(slug, {})]
+    fig, axes = plt.subplots(len(problems), len(columns), figsize=(2.6 * len(columns), 3.0 * len(problems)),
+                             squeeze=False)
+    w = np.asarray(task.deploy_weights)
+    for i, problem in enumerate(problems):
+        rows = problem.grid.split("\n")
+        image = np.array([[plt.matplotlib.colors.to_rgb(MAZE_COLOURS[ch]) for ch in row] for row in rows])
+        for c, (slug, stage) in enumerate(columns):
+            ax = axes[i][c]
+            entry = data["arms"][slug][stage]
+            ax.imshow(image, interpolation="nearest")
+            answers = entry["answers"][i]
+            distinct = sorted({a for a in answers if a}, key=answers.index)
+            reached, best = set(), 0.0
+            for d, route in enumerate(distinct):
+                cells = _path(problem, route)
+                if cells is None:
+                    continue
+                vector = task.score(problem, route)
+                best = max(best, float(vector @ w))
+                if vector[0] >= 1:
+                    reached.add(route)
+                off = (d - (len(distinct) - 1) / 2) * 0.5 / max(len(distinct), 1)
+                ys, xs = zip(*cells)
+                ax.plot(np.array(xs) + off, np.array(ys) + off, color=plt.cm.tab10(d % 10), lw=1.6, alpha=0.85)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{slug.upper()} {stage} (step {entry['step']})\n{len(answers)} answers, "
+                         f"{len(reached)} routes to E, best {best:.2f}", fontsize=7)
+    fig.suptitle("The same held-out mazes: answers as routes (S green, E red, gold yellow, diamonds blue, lava "
+                 "orange, walls dark)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_figures(cfg, out, main, abl, code):
+    """Every figure results.md links (and the README shows). -> their file names."""
+    names = []
+    if main:
+        bases = [("base, m=1", base_metrics(main, "grpo")), ("base, m=3", base_metrics(main, "vpo"))]
+        best_at_k_figure(main, bases, [("pooled_best@k", KS, "pooled best@k (the authors')"),
+                                       ("best@k", KS[1:], "best@k over whole rollouts")],
+                         os.path.join(out, "best_at_k_maze.png"), "maze: best@k at the end of training, mean ± std")
+        training_figure(main, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
+        over_training_figure(main, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "over_training_maze.png"),
+                             "maze: held-out evaluation during training (mean ± std over seeds)")
+        pools = {label: rs[0]["summary"]["pools"] for label, rs in main.items() if label in ("GRPO", "VPO")}
+        if pools:
+            plot_scatter(pools, __import__("tasks").get_task("maze"), os.path.join(out, "scatter_maze.png"),
+                         "maze: answers of GRPO vs VPO (seed 0, end of training) on held-out mazes")
+        names += ["best_at_k_maze.png", "training_maze.png", "over_training_maze.png", "scatter_maze.png"]
+        data = route_answers(cfg, out, main)
+        if data:
+            routes_figure(data, os.path.join(out, "routes_maze.png"))
+            names.append("routes_maze.png")
+    if abl:
+        bases = [("routes base, m=1", base_metrics(main, "grpo") if main else None),
+                 ("diverse base, m=3", base_metrics(abl, "vpo_diverse"))]
+        best_at_k_figure(abl, bases, [("pooled_best@k", KS, "pooled best@k")], os.path.join(out, "ablation_maze.png"),
+                         "maze ablations (seed 0)")
+        names.append("ablation_maze.png")
+    if code:
+        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
+        best_at_k_figure(code, bases, [("pooled_best@k", KS, "pooled best@k"), ("pass@k", KS[1:], "pass@k"),
+                                       ("pass_hidden@k", KS[1:], "pass@k, hidden tests too")],
+                         os.path.join(out, "best_at_k_code.png"), "code: end of training, mean ± std over seeds")
+        training_figure(code, os.path.join(out, "training_code.png"), "code: training curves (mean over seeds)")
+        names += ["best_at_k_code.png", "training_code.png"]
+    return names
