@@ -121,7 +121,8 @@ def route_answers(cfg, out, main):
     result = {"problems": [[p.grid, p.budget] for p in problems], "arms": {}}
     for slug, r in runs.items():
         m = r["summary"]["metrics"]["m"]
-        ckpts = {"start": (0, r["summary"]["init"]), "middle": (middle, os.path.join(r["dir"], f"ckpt-step{middle}.pt")),
+        base = os.path.join(out, "runs", "maze", "base", *r["summary"]["init"].split(os.sep)[-2:])  # cwd-free
+        ckpts = {"start": (0, base), "middle": (middle, os.path.join(r["dir"], f"ckpt-step{middle}.pt")),
                  "end": (steps, os.path.join(r["dir"], "ckpt.pt"))}
         result["arms"][slug] = {}
         for stage, (step, ckpt) in ckpts.items():
@@ -158,7 +159,7 @@ def _path(problem, route):
 def routes_figure(data, path):
     """One row per maze; columns GRPO start / middle / end, then VPO's. Each answer a coloured route (distinct
     routes in distinct colours, offset a little so overlapping ones stay visible); the panel title counts
-    the answers, the distinct routes reaching E, and the best w*ᵀr among them."""
+    the answers written (of the slots sampled), the distinct ones, those reaching E, and the best w*ᵀr."""
     from tasks import get_task
     from tasks.maze import MazeProblem
     task = get_task("maze")
@@ -191,8 +192,9 @@ def routes_figure(data, path):
                 ax.plot(np.array(xs) + off, np.array(ys) + off, color=plt.cm.tab10(d % 10), lw=1.6, alpha=0.85)
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(f"{slug.upper()} {stage} (step {entry['step']})\n{len(answers)} answers, "
-                         f"{len(reached)} routes to E, best {best:.2f}", fontsize=7)
+            written = sum(bool(a) for a in answers)
+            ax.set_title(f"{slug.upper()} {stage} (step {entry['step']})\n{written}/{len(answers)} written, "
+                         f"{len(distinct)} distinct, {len(reached)} reach E, best {best:.2f}", fontsize=7)
     fig.suptitle("The same held-out mazes: answers as routes (S green, E red, gold yellow, diamonds blue, lava "
                  "orange, walls dark)", fontsize=9)
     fig.tight_layout()
