@@ -26,7 +26,7 @@ def readme_results():
     section = text[text.index("## Results"):]
     section = section[:section.index("\n## ", 3)]
     figures = re.findall(r"\(results/([\w.-]+\.png)\)", section)
-    captions = re.findall(r"results\.md: \"([^\"]+)\"", section)
+    captions = [" ".join(c.split()) for c in re.findall(r"results\.md: \"([^\"]+)\"", section)]  # line breaks
     return figures, captions
 
 
@@ -54,6 +54,10 @@ def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
     assert len(logs) == len(jobs)
     # the scheduler never starts a run whose warm start another running job is training (it would wait)
     assert not any("another run is training" in p.read_text() for p in logs)
+    # each warm start is evaluated once per m: in the seed-0 GRPO and VPO runs, not again in the others
+    summary = lambda name: json.loads((quick / "runs" / "maze" / name / "summary.json").read_text())  # noqa: E731
+    assert summary("grpo-s0")["base_metrics"]["m"] == 1 and summary("vpo-s0")["base_metrics"]["m"] == 3
+    assert summary("multi_rlvr-s0")["base_metrics"] is None and summary("vpo-s1")["base_metrics"] is None
     # the main runs keep the weights of their mid-run evaluations (the route figure draws them)
     assert (quick / "runs" / "maze" / "vpo-s0" / "ckpt-step2.pt").is_file()
     routes = json.loads((quick / "routes_maze.json").read_text())
