@@ -1,8 +1,8 @@
 """
 The reproduction pre-registered in results/PLAN.md: every arm, seed and evaluation, then the tables and figures.
 
-    python reproduce.py              # the full plan, about 90 minutes on 2 CPU cores (2 runs at a time)
-    python reproduce.py --quick      # the same machinery on a tiny model, about a minute
+    python reproduce.py              # the full plan: 86 minutes measured on 2 CPU cores (2 runs at a time)
+    python reproduce.py --quick      # the same jobs on a tiny model, about 30 s (numbers near zero)
     python reproduce.py --report     # only rewrite results.md and the figures from the finished runs
 
 Arms (ARMS below; the plan says why each is there):
