@@ -5,7 +5,7 @@ The reproduction pre-registered in results/PLAN.md: every arm, seed and evaluati
     python reproduce.py --quick      # the same jobs on a tiny model, about 30 s (numbers near zero)
     python reproduce.py --report     # only rewrite results.md and the figures from the finished runs
 
-Arms (ARMS below; the plan says why each is there):
+Arms (MAIN, ABLATION and CODE below; the plan says why each is there):
   main      maze (paper design, `routes` warm start), 3 RL seeds: GRPO with the same rollouts as VPO,
             Multi-RLVR, random-weight GRPO, Max@k, VPO. Evaluated every --eval_every steps on the same
             held-out mazes, weights kept at those evaluations (the route figure draws them).

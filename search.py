@@ -120,8 +120,11 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
                 owners.append(pop)
         max_new = min(task.max_new_tokens(m), block - max(map(len, prompts)))
         gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator, amp=amp)
+        spent = sum(pop.used for pop in pops)
         for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
             pop.add(task.parse(prefix + text, m))
+        if sum(pop.used for pop in pops) == spent:  # a round that spends nothing would repeat forever
+            raise RuntimeError("evolve: a round of samples spent no budget (Population.done and add disagree)")
     results = []
     for pop in pops:
         best = int(np.argmax([v.mean() for v in pop.vectors])) if pop.vectors else None
