@@ -216,8 +216,8 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                       f"{'ok' if rc == 0 else 'FAILED ' + str(rc)}", flush=True)
                 if rc != 0:
                     failed.append(j["name"])
-                with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as f:  # report.wall_seconds
-                    f.write(json.dumps({"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}) + "\n")
+                with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as fh:  # report.wall_seconds
+                    fh.write(json.dumps({"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}) + "\n")
                 started = time.time()
                 if report:
                     report()
@@ -229,18 +229,22 @@ def evolve_path(out, slug, seed):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the same machinery on a tiny model, about a minute")
+    from runs import COUNT, Parser, UsageError
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the same jobs on a tiny model, about 30 s")
     ap.add_argument("--out", default=None, help="output directory (default results/, or results-quick/)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at a time (one torch thread each when > 1)")
+    ap.add_argument("--jobs", type=COUNT, default=2, help="runs at a time (one torch thread each when > 1)")
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the figures")
-    args = ap.parse_args(argv)
-    if args.jobs < 1:
-        print("error: --jobs must be >= 1", file=sys.stderr)
+    try:
+        args = ap.parse_args(argv)
+        out = args.out or ("results-quick" if args.quick else "results")
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise UsageError(f"--out {out}: exists and is not a directory")
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     from report import write_report
     cfg = QUICK if args.quick else FULL
-    out = args.out or ("results-quick" if args.quick else "results")
     title = "python reproduce.py" + " ".join(["", *(argv if argv is not None else sys.argv[1:])])
     t0 = time.perf_counter()
     failed = []

@@ -136,3 +136,13 @@ def test_evolve_table_counts_problems_solved_within_each_budget():
     row = next(line for line in lines if line.startswith("| GRPO"))
     # budgets 2, 4, 8, 16: seed one solves 1, 1, 1, 2; seed two 0, 2, 2, 3
     assert "| 0.50 ± 0.50 [1, 0] | 1.50 ± 0.50 [1, 2] | 1.50 ± 0.50 [1, 2] | 2.50 ± 0.50 [2, 3] |" in row
+
+
+def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, capsys):
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("keep me")
+    for argv in (["--jobs", "0"], ["--jobs", "two"], ["--quick", "--out", str(a_file)], ["--bogus"]):
+        assert reproduce.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1
+    assert a_file.read_text() == "keep me"
