@@ -21,10 +21,8 @@ def _read(path):
 
 
 def _jsonl(path):
-    if not os.path.isfile(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    from plots import read_jsonl
+    return read_jsonl(path) if os.path.isfile(path) else []
 
 
 def finished_runs(cfg, out, group):

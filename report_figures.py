@@ -10,6 +10,7 @@ import numpy as np
 
 from plots import plot_scatter, plt, smooth
 from report import KS, at_step, base_metrics, eval_steps, value
+from tasks import get_task
 
 MAZE_COLOURS = {"#": "#3b3b3b", ".": "#ffffff", "S": "#6fcf6f", "E": "#e06666", "G": "#f4c542", "*": "#6ec6f0",
                 "~": "#f28c28", "+": "#c9a0dc"}
@@ -110,7 +111,6 @@ def route_answers(cfg, out, main):
     from evaluate import rollout
     from model import load_checkpoint
     from sample import step_seed
-    from tasks import get_task
     runs = {r["slug"]: r for rs in main.values() for r in rs if r["seed"] == 0 and r["slug"] in ("grpo", "vpo")}
     if len(runs) < 2:
         return None
@@ -160,7 +160,6 @@ def routes_figure(data, path):
     """One row per maze; columns GRPO start / middle / end, then VPO's. Each answer a coloured route (distinct
     routes in distinct colours, offset a little so overlapping ones stay visible); the panel title counts
     the answers written (of the slots sampled), the distinct ones, those reaching E, and the best w*ᵀr."""
-    from tasks import get_task
     from tasks.maze import MazeProblem
     task = get_task("maze")
     problems = [MazeProblem(grid, budget) for grid, budget in data["problems"]]
@@ -215,7 +214,7 @@ def write_figures(cfg, out, main, abl, code):
                              "maze: held-out evaluation during training (mean ± std over seeds)")
         pools = {label: rs[0]["summary"]["pools"] for label, rs in main.items() if label in ("GRPO", "VPO")}
         if pools:
-            plot_scatter(pools, __import__("tasks").get_task("maze"), os.path.join(out, "scatter_maze.png"),
+            plot_scatter(pools, get_task("maze"), os.path.join(out, "scatter_maze.png"),
                          "maze: answers of GRPO vs VPO (seed 0, end of training) on held-out mazes")
         names += ["best_at_k_maze.png", "training_maze.png", "over_training_maze.png", "scatter_maze.png"]
         data = route_answers(cfg, out, main)

@@ -93,13 +93,13 @@ def jobs_of(cfg):
 
 
 def base_path(job, out):
-    """The cached warm start this job's run uses (train.base_dir on CPU, as train.py resolves it)."""
+    """The cached warm start this job's run uses (runs.base_dir on CPU, --warm_start resolved as train.py does)."""
     import torch
     import train
-    from runs import make_task
+    from runs import base_dir, make_task
     args = train.get_parser().parse_args(job["argv"] + ["--out_dir", os.path.join(out, "runs", job["task"])])
     train.check_method(args, make_task(args.task, args.task_opt))
-    return os.path.join(train.base_dir(args, torch.device("cpu")), "ckpt.pt")
+    return os.path.join(base_dir(args, torch.device("cpu")), "ckpt.pt")
 
 
 def run_dir(out, job):

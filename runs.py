@@ -1,6 +1,6 @@
 """
 Run directories and their checkpoints, as the command lines see them: one-line errors for user mistakes, run
-names, the warm-start cache's lock, resume checks, and loading a train.py run for evaluate.py, sample.py and
+names, the warm-start cache's key and lock, resume checks, and loading a train.py run for evaluate.py, sample.py and
 search.py. A library module: it imports model.py and tasks/, never a command.
 
     args = runs.Parser().parse_args(argv)         # a mistake raises UsageError: "error: ..." and exit code 2
@@ -13,6 +13,7 @@ an atomic rename when it is complete; other runs wait for the lock, then use it.
 """
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -29,6 +30,10 @@ MAX_SEED = 2**32 - 1
 NAME = re.compile(r"[A-Za-z0-9_.,+=@-]{1,100}")
 RESERVED = (".", "..", "base")
 RUN_FILES = ("ckpt.pt", "log.jsonl", "eval.jsonl", "summary.json", "curves.png", "best_at_k.png", "scatter.png")
+CKPT_FILE = re.compile(r"ckpt(-step\d+)?\.pt(\.tmp\d+)?")  # ckpt.pt, --keep_eval_ckpts' ckpt-step<N>.pt, their temps
+
+
+BASE_FORMAT = 3  # bump when the warm start's code changes what it trains (3: per-demonstration seeds)
 
 
 class UsageError(Exception):
@@ -176,11 +181,31 @@ def check_out_dir(path):
         raise UsageError(f"--out_dir {path}: {existing} is not writable")
 
 
+def base_dir(args, device):
+    """The warm-start cache entry for this task, model and every setting the supervised phase reads
+    (precision as resolved on this device; not --compile or the device type, which change only rounding)."""
+    keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
+            "sft_group", "base_seed", "num_answers", "warm_start", "grad_clip")
+    key = {k: getattr(args, k) for k in keys}
+    key["goal_prompts"] = goal_prompts(args)
+    key["format"] = BASE_FORMAT
+    key["task_opt"] = parse_task_options(args.task_opt)
+    key["bf16"] = device.type == "cuda" and args.dtype != "float32"
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return os.path.join(args.out_dir, "base", f"{args.task}-{digest[:10]}")
+
+
+def goal_prompts(args):
+    """goal_cond's warm start shows a weights line in every prompt (a base of its own): a line present in only
+    some prompts shifts the grid's positions between them, and measurably slowed learning the maze."""
+    return args.algo == "goal_cond" or getattr(args, "goal_prompts", False)
+
+
 def check_overwritable(directory):
     """--overwrite deletes a run directory only: a real directory holding nothing but the files a run writes."""
     if os.path.islink(directory) or not os.path.isdir(directory):
         raise UsageError(f"--overwrite: {directory} is not a run directory (a link or a file); not deleting it")
-    foreign = [f for f in os.listdir(directory) if not (f in RUN_FILES or f.startswith("ckpt.pt.tmp"))
+    foreign = [f for f in os.listdir(directory) if not (f in RUN_FILES or CKPT_FILE.fullmatch(f))
                or not os.path.isfile(os.path.join(directory, f))]
     if foreign:
         raise UsageError(f"--overwrite: {directory} holds {foreign[0]!r}, which train.py does not write; "

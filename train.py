@@ -23,7 +23,6 @@ directories, the cache's lock and the checks: runs.py. More than one device: tor
 """
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -38,9 +37,9 @@ import vpo
 from evaluate import evaluate, prompt_ids, report
 from model import GPT, GPTConfig, save_checkpoint
 from rl import eval_weights, group_size, rl_step
-from runs import (COUNT, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout,
+from runs import (COUNT, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout, base_dir,
                   check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
-                  check_resume_device, load_model, make_task, number, parse_task_options, pick_device, resumed_args,
+                  check_resume_device, load_model, make_task, number, goal_prompts, pick_device, resumed_args,
                   set_deterministic, truncate_logs)
 from sft import Prefetch, demonstration_batch, sft_step
 from tasks import TASKS
@@ -48,7 +47,6 @@ from tasks import tokenizer as tok
 
 ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "goal_cond", "max_at_k", "gdpo", "maxrl")
 WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
-BASE_FORMAT = 3  # bump when the warm start's code changes what it trains (3: per-demonstration seeds)
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
 RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every", "deterministic")  # what --resume may change
 POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
@@ -189,26 +187,6 @@ def check_method(args, task):
 
 
 # ------------------------------------------------------------------------------------------ run management
-def base_dir(args, device):
-    """The warm-start cache entry for this task, model and every setting the supervised phase reads
-    (precision as resolved on this device; not --compile or the device type, which change only rounding)."""
-    keys = ("task", "n_layer", "n_head", "n_embd", "block_size", "sft_steps", "sft_batch_size", "sft_lr",
-            "sft_group", "base_seed", "num_answers", "warm_start", "grad_clip")
-    key = {k: getattr(args, k) for k in keys}
-    key["goal_prompts"] = goal_prompts(args)
-    key["format"] = BASE_FORMAT
-    key["task_opt"] = parse_task_options(args.task_opt)
-    key["bf16"] = device.type == "cuda" and args.dtype != "float32"
-    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
-    return os.path.join(args.out_dir, "base", f"{args.task}-{digest[:10]}")
-
-
-def goal_prompts(args):
-    """goal_cond's warm start shows a weights line in every prompt (a base of its own): a line present in only
-    some prompts shifts the grid's positions between them, and measurably slowed learning the maze."""
-    return args.algo == "goal_cond" or getattr(args, "goal_prompts", False)
-
-
 def run_dir(args):
     return os.path.join(args.out_dir, args.run_name or f"{args.algo}-{args.task}-s{args.seed}")
 

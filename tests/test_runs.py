@@ -6,6 +6,7 @@ import ast
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -142,6 +143,20 @@ def test_overwrite_deletes_only_a_run_directory(world, capsys):
     for name, needle in (("sibling", "notes.txt"), ("link", "not a run directory"), ("file", "not a run directory")):
         assert_refused(capsys, train.main(TINY + ["--out_dir", str(world), "--run_name", name, "--overwrite"]), needle)
     assert tree(world.parent) == before
+
+
+def test_the_files_a_run_writes_may_be_overwritten_and_nothing_else(tmp_path):
+    """--keep_eval_ckpts' ckpt-step<N>.pt and save_checkpoint's temp files are a run's own; near misses are not."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("ckpt.pt", "ckpt.pt.tmp123", "ckpt-step55.pt", "ckpt-step110.pt.tmp9", "log.jsonl"):
+        (run / name).write_text("x")
+    runs.check_overwritable(str(run))
+    for foreign in ("ckpt-stepX.pt", "ckpt-step55.pt.bak", "my-ckpt.pt"):
+        (run / foreign).write_text("mine")
+        with pytest.raises(runs.UsageError, match=re.escape(repr(foreign))):
+            runs.check_overwritable(str(run))
+        (run / foreign).unlink()
 
 
 def test_a_run_directory_that_appears_during_the_warm_start_is_kept(tmp_path, capsys, monkeypatch):
