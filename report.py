@@ -158,7 +158,8 @@ def evolve_results(cfg, out):
     from reproduce import EVOLVE_ARMS, evolve_path
     found = {}
     for slug in EVOLVE_ARMS:
-        rs = [_read(evolve_path(out, slug, s)) for s in cfg["code"]["seeds"] if os.path.isfile(evolve_path(out, slug, s))]
+        paths = [evolve_path(out, slug, s) for s in cfg["code"]["seeds"]]
+        rs = [_read(p) for p in paths if os.path.isfile(p)]
         if rs:
             found[slug] = rs
     return found

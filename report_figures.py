@@ -60,7 +60,8 @@ def best_at_k_figure(runs, bases, panels, path, suptitle):
 
 def training_figure(runs, path, suptitle):
     """Training curves from log.jsonl, mean over seeds, 10-step moving average."""
-    keys = [("deploy_reward", "deployment reward w*ᵀr of sampled answers"), ("set_reward", "set reward E_w max wᵀr"),
+    keys = [("deploy_reward", "deployment reward w*ᵀr of sampled answers"),
+            ("set_reward", "set reward E_w max wᵀr"),
             ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)")]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.8))
     for ax, (key, name) in zip(axes, keys):

@@ -197,7 +197,8 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                 busy.add(j["base"])
                 out_dir = os.path.join(out, "runs", j["task"])
                 print(f"[{time.perf_counter() - t0:6.0f} s] start {j['task']}/{j['name']}", flush=True)
-                running[pool.submit(train_job, j["argv"], out_dir, os.path.join(logs, f"{j['task']}-{j['name']}.log"))] = j
+                log = os.path.join(logs, f"{j['task']}-{j['name']}.log")
+                running[pool.submit(train_job, j["argv"], out_dir, log)] = j
             code_done = all(os.path.isfile(os.path.join(out, "runs", "code", f"{slug}-s{s}", "summary.json"))
                             for _, slug, _ in CODE for s in cfg["code"]["seeds"])
             while evolve_todo and code_done and len(running) < jobs:
@@ -217,7 +218,8 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                 if rc != 0:
                     failed.append(j["name"])
                 with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as fh:  # report.wall_seconds
-                    fh.write(json.dumps({"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}) + "\n")
+                    row = {"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}
+                    fh.write(json.dumps(row) + "\n")
                 started = time.time()
                 if report:
                     report()

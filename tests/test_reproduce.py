@@ -64,7 +64,8 @@ def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
     assert set(routes["arms"]) == {"grpo", "vpo"} and set(routes["arms"]["vpo"]) == {"start", "middle", "end"}
     for arm in routes["arms"].values():  # the same number of answers for both, on every maze
         for stage in arm.values():
-            assert [len(a) for a in stage["answers"]] == [reproduce.QUICK["route_answers"]] * reproduce.QUICK["route_mazes"]
+            quick_cfg = reproduce.QUICK
+            assert [len(a) for a in stage["answers"]] == [quick_cfg["route_answers"]] * quick_cfg["route_mazes"]
 
 
 def test_quick_evolve_respects_its_budget(quick):
@@ -108,7 +109,8 @@ def test_the_job_list_is_the_plan():
 
 
 def run(seed, pooled, slug="x"):
-    return {"seed": seed, "slug": slug, "summary": {"metrics": {"pooled_best@k": {str(k): v for k, v in pooled.items()}}}}
+    metrics = {"pooled_best@k": {str(k): v for k, v in pooled.items()}}
+    return {"seed": seed, "slug": slug, "summary": {"metrics": metrics}}
 
 
 def test_paired_differences_and_the_decision_rule():
