@@ -121,9 +121,12 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
     set_r = vpo.set_rewards(rewards, mask, log_weights.expand(rewards.shape[0], -1, -1))
     n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
+    written = [len(tok.encode(a)) for row in answers for a in row if a]                # non-empty answer slots
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
             "diversity": float(np.mean([metrics.diversity(rewards[b], mask=mask[b]) for b in range(B)])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
             "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
             "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
+            # this process's rollouts: answer slots written (non-empty) and their mean length in tokens
+            "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
             "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
