@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 import vpo
-from evaluate import completion_texts, prompt_ids
+from evaluate import answer_budget, completion_texts, prompt_ids
 from model import GPT, GPTConfig, pack, pack_shared, shared_token_logprobs, token_logprobs
 from sample import generate, generate_naive
 from tasks import get_task
@@ -152,13 +152,13 @@ class Phases:
         self.seconds[self.name] = self.seconds.get(self.name, 0.0) + time.perf_counter() - self.t0
 
 
-def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, generator, device):
+def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, generator, device, budget=None):
     """One RL step as train.rl_step takes it, phase by phase. score(gen) -> advantages (B*G,). -> seconds per phase"""
     phases, amp = Phases(device), device.type == "cuda"
     model.eval()
     with phases("generate"):
         gen = generate(model, prompts, new_tokens, G, 1.0, stop_token=stop, generator=generator,
-                       static=args.static, compile=args.compile)
+                       static=args.static, compile=args.compile, budget=budget)
     with phases("score"):
         adv = score(gen).to(device)                                                   # (B*G,)
     model.train()
@@ -178,7 +178,7 @@ def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, ge
         with phases("forward"):
             logp = logprobs(model, rows)
             loss, _ = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows],
-                                      gen.mask[rows], ref_logprobs=None if ref is None else ref[rows],
+                                      gen.sampled[rows], ref_logprobs=None if ref is None else ref[rows],
                                       kl_coef=1e-3 if ref is not None else 0.0)
         with phases("backward"):
             opt.zero_grad(set_to_none=True)
@@ -189,12 +189,12 @@ def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, ge
     return phases.seconds
 
 
-def time_rl(label, model, ref_model, prompts_fn, G, new_tokens, stop, score, args, device):
+def time_rl(label, model, ref_model, prompts_fn, G, new_tokens, stop, score, args, device, budget=None):
     """Median seconds per phase and per step over args.steps steps after a warm-up one; prints the split."""
     opt = model.configure_optimizer(1e-4, device_type=device.type)
     generator = torch.Generator(device=device).manual_seed(0)
     runs = [rl_step(model, ref_model, opt, prompts_fn(s), G, new_tokens, stop, lambda gen: score(gen, s), args,
-                    generator, device) for s in range(args.steps + 1)][1:]
+                    generator, device, budget) for s in range(args.steps + 1)][1:]
     median = lambda xs: sorted(xs)[len(xs) // 2]
     names = ("generate", "score", "forward", "backward", "optimizer")
     split = {n: median([r.get(n, 0.0) for r in runs]) for n in names}
@@ -231,7 +231,8 @@ def bench_rl_maze(args, device):
 
     t_maze = time_rl(f"maze step (8 x 8 x m=3, prompts {len(maze_prompts(0)[0])}, <= {task.max_new_tokens(m)} new, "
                      "KL ref, 2 minibatches)", model, ref_model,
-                     maze_prompts, 8, task.max_new_tokens(m), tok.END_ID, maze_score, args, device)
+                     maze_prompts, 8, task.max_new_tokens(m), tok.END_ID, maze_score, args, device,
+                     answer_budget(task, m))
     print(f"rl step (maze, default run): {t_maze:.3f} s")
 
 

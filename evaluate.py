@@ -15,6 +15,7 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
     diversity      mean pairwise L1 distance between the answers' reward vectors  metrics.diversity
     deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
     distinct_rate  distinct answers / answer slots; valid_rate: non-empty answer slots / answer slots
+Every answer is sampled in its own room of task.answer_tokens tokens (answer_budget, sample.AnswerBudget).
     pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  metrics.pareto_metrics
     pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
 Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
@@ -33,7 +34,7 @@ import torch
 import dist
 from metrics import best_at_k, diversity, expected_best_at_k, pareto_metrics
 import vpo
-from sample import generate, prompt_uniforms, step_seed
+from sample import AnswerBudget, generate, prompt_uniforms, step_seed
 from tasks import Task
 from tasks import tokenizer as tok
 
@@ -59,6 +60,11 @@ def completion_texts(gen):
     return texts
 
 
+def answer_budget(task, m):
+    """Every answer of an m-answer completion gets the task's single-answer room (sample.AnswerBudget)."""
+    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
+
+
 def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
             amp=True):
     """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
@@ -72,7 +78,7 @@ def rollout(model, task, problems, m, num_samples, temperature, generator=None, 
     T = task.max_new_tokens(m)
     uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
     gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
-                   generator=generator, uniforms=uniforms, amp=amp)
+                   generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
     texts = completion_texts(gen)
     G = num_samples
     scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]

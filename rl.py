@@ -90,7 +90,8 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
     rewards, mask, per_slot = (dist.gather_groups(x, B, M) for x in (rewards, mask, per_slot))  # (B, G, m, D)
     adv, scores = advantages(args, task, rewards, mask, step, goal)                 # (B, G) each
     adv = adv[mine].to(device).reshape(-1)                                          # one per own rollout (R,)
-    tokens, tmask = gen.tokens, gen.mask                                             # (R, Tc)
+    # the loss covers the tokens the policy sampled, not the separators the sampler wrote (AnswerBudget)
+    tokens, tmask = gen.tokens, gen.sampled                                          # (R, Tc)
     batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
     # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
     # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
@@ -129,4 +130,6 @@ def rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, d
             "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
             # this process's rollouts: answer slots written (non-empty) and their mean length in tokens
             "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
+            # answers the sampler closed because they filled their room, per non-final answer slot
+            "forced_rate": float(gen.forced.sum()) / max(1, (m - 1) * len(answers)),
             "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}

@@ -17,6 +17,11 @@ positions are computed once per call (model.KVCache), and the head runs in fp32.
 of fixed shapes for torch.compile or CUDA graphs (opt-in; on CPU it measured slower than the eager loop, since
 it reads the whole preallocated cache at every step).
 
+Multi-answer completions (budget=AnswerBudget(m, tokens, sep)): every one of the m answers gets its own room of
+`tokens` tokens, the budget of a single-answer completion; a non-final answer that fills it is closed by a
+separator the policy did not sample (gen.forced: in the completion, outside gen.sampled and the loss), so one
+answer can never take the others' tokens. With m = 1 nothing is forced: the same tokens as without a budget.
+
 generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
 a time. At temperature 0 both must produce the same tokens (tests/test_model_sample.py).
 
@@ -51,12 +56,82 @@ def prompt_uniforms(seeds, num_samples, max_new_tokens, device=None):
 @dataclass
 class Generation:
     tokens: torch.Tensor      # (R, T) long, generated tokens only; row r answers prompts[r // num_samples]
-    mask: torch.Tensor        # (R, T) bool
-    logprobs: torch.Tensor    # (R, T) float32, 0 where mask is False
+    mask: torch.Tensor        # (R, T) bool: the completion (sampled tokens and the separators the sampler wrote)
+    logprobs: torch.Tensor    # (R, T) float32, 0 where mask is False and on forced tokens
+    forced: torch.Tensor      # (R, T) bool: separators the sampler wrote to close a full answer (AnswerBudget)
 
     @property
     def lengths(self):
         return self.mask.sum(dim=1)
+
+    @property
+    def sampled(self):
+        """(R, T) bool: the tokens the policy sampled, what the loss and its log-probs cover."""
+        return self.mask & ~self.forced
+
+    def trim(self, n):
+        return Generation(self.tokens[:, :n], self.mask[:, :n], self.logprobs[:, :n], self.forced[:, :n])
+
+
+@dataclass(frozen=True)
+class AnswerBudget:
+    """Every answer of an m-answer completion gets its own room: at most `tokens` tokens, the budget of a
+    single-answer completion (Task.answer_tokens). The m answers are separated by `sep`. A non-final answer that
+    has written `tokens` tokens without a separator is closed by a `sep` the policy did not sample (a forced
+    token: in the completion, out of the loss); the final answer that fills `tokens` ends the completion, exactly
+    as a single-answer completion that fills its budget does. So one answer never takes another's tokens, and an
+    m = 1 completion is sampled exactly as without a budget. A separator sampled in the final answer opens no
+    new slot (parse ignores answers past the m-th; they share the final answer's room)."""
+    num_answers: int
+    tokens: int
+    sep: int
+
+    def __post_init__(self):
+        if self.num_answers < 1 or self.tokens < 1:
+            raise ValueError(f"AnswerBudget: num_answers={self.num_answers} and tokens={self.tokens} must be >= 1")
+
+    def max_new_tokens(self):
+        """The longest completion: m answers of `tokens` tokens and a forced separator after each but the last."""
+        return self.num_answers * self.tokens + self.num_answers - 1
+
+
+class _Rows:
+    """Per-row state of one sampling loop: where each row ended (its first stop token, or its final answer's
+    budget) and, under an AnswerBudget, which answer each row is writing and how many tokens that answer has.
+    Shared by generate and generate_naive, so the two apply the same rule."""
+
+    def __init__(self, R, stop_token, budget, device, written=None):
+        self.stop, self.budget = stop_token, budget
+        self.done = torch.zeros(R, dtype=torch.bool, device=device)
+        self.end = torch.full((R,), -1, dtype=torch.long, device=device)      # -1: not ended yet
+        self.slot = torch.zeros(R, dtype=torch.long, device=device)          # which answer the row is writing
+        # tokens of the current answer so far; written: tokens of the first answer already in the prompt (search)
+        self.used = torch.zeros(R, dtype=torch.long, device=device) if written is None else written.to(device)
+
+    def force(self, tok, lp):
+        """Replace the draws of rows whose non-final answer is full by the separator (log-prob 0).
+        -> (tokens, log-probs, forced (R,) bool)."""
+        if self.budget is None:
+            return tok, lp, torch.zeros_like(tok, dtype=torch.bool)
+        b = self.budget
+        full = (self.used >= b.tokens) & (self.slot < b.num_answers - 1)
+        return torch.where(full, b.sep, tok), lp.masked_fill(full, 0.0), full
+
+    def update(self, tok, t):
+        """Account for step t's tokens; -> done (R,): rows that have ended at or before step t."""
+        ended = torch.zeros_like(self.done)
+        if self.stop is not None:
+            ended |= tok == self.stop
+        if self.budget is not None:
+            b = self.budget
+            opens = (tok == b.sep) & (self.slot < b.num_answers - 1)          # a separator opens the next answer
+            self.slot += opens
+            self.used = torch.where(opens, 0, self.used + 1)
+            ended |= (self.slot == b.num_answers - 1) & (self.used >= b.tokens)   # the final answer is full
+        new = ended & ~self.done
+        self.end = torch.where(new, t, self.end)
+        self.done |= ended
+        return self.done
 
 
 def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p):
@@ -117,18 +192,14 @@ def _draw(probs, generator, u=None):
     return torch.searchsorted(cdf, u, right=True).squeeze(1)
 
 
-def _finish(tokens, logprobs, stop_token):
-    """Mask from positions: True up to and including each row's first stop token (all True if none)."""
+def _finish(tokens, logprobs, forced, end, stop_token):
+    """Mask from positions: True up to and including each row's end (its first stop token, or the last token of
+    its final answer's budget; all True for a row that never ended)."""
     R, T = tokens.shape
     steps = torch.arange(T, device=tokens.device).expand(R, T)
-    if stop_token is None:
-        mask = torch.ones_like(tokens, dtype=torch.bool)
-    else:
-        is_stop = tokens == stop_token
-        first = torch.where(is_stop.any(1), is_stop.float().argmax(1), torch.full_like(tokens[:, 0], T))
-        mask = steps <= first[:, None]
+    mask = steps <= torch.where(end < 0, T, end)[:, None]
     fill = 0 if stop_token is None else stop_token
-    return Generation(tokens.masked_fill(~mask, fill), mask, logprobs.masked_fill(~mask, 0.0))
+    return Generation(tokens.masked_fill(~mask, fill), mask, logprobs.masked_fill(~mask, 0.0), forced & mask)
 
 
 def _decode_step(model, cache):
@@ -140,7 +211,8 @@ def _decode_step(model, cache):
 
 @torch.no_grad()
 def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-             stop_token=None, generator=None, static=False, compile=False, check_every=None, uniforms=None, amp=True):
+             stop_token=None, generator=None, static=False, compile=False, check_every=None, uniforms=None, amp=True,
+             budget=None, written=None):
     """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache.
 
     Randomness: one uniform per row and step, from generator (one stream for the whole batch), or taken from
@@ -151,7 +223,10 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
     where it costs nothing, every 16 on a GPU), whether all rows have stopped. The output is the same for any
     check_every; only the generator's state afterwards differs (a late check draws the extra steps' uniforms).
     static=True: a decode step of fixed shapes (model.KVCache static=True) that torch.compile or CUDA graphs can
-    capture; compile=True (needs static) wraps it in torch.compile. Same tokens as the eager path."""
+    capture; compile=True (needs static) wraps it in torch.compile. Same tokens as the eager path.
+    budget: an AnswerBudget (every answer of an m-answer completion its own room; the separators it forces are
+    gen.forced, outside gen.sampled); written (P,): tokens of the first answer each prompt already ends with
+    (evolutionary search continues a parent's prefix), counted against that answer's budget."""
     _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
     if compile and not static:
         raise ValueError("compile=True needs static=True (a step of fixed shapes)")
@@ -165,7 +240,8 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
         raise ValueError(f"uniforms: shape {tuple(uniforms.shape)}, need ({R}, >= {T})")
     tokens = torch.zeros((R, T), dtype=torch.long, device=device)
     logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
-    done = torch.zeros(R, dtype=torch.bool, device=device)
+    forced = torch.zeros((R, T), dtype=torch.bool, device=device)
+    rows = _Rows(R, stop_token, budget, device, _per_row(written, num_samples))
     with autocast(device.type, amp):
         cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype, static=static)
         x = model(idx, kv_cache=cache, head=False)[:, -1]             # prefill once per prompt: (P, C)
@@ -175,19 +251,22 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
             step = torch.compile(step, fullgraph=True, dynamic=False)
         for t in range(T):
             u = None if uniforms is None else uniforms[:, t]                    # (R,) this step's draws
-            tok, lp = _pick(logits, temperature, top_k, top_p, generator, u)
+            tok, lp, forced[:, t] = rows.force(*_pick(logits, temperature, top_k, top_p, generator, u))
             tokens[:, t], logprobs[:, t] = tok, lp
-            if stop_token is not None:
-                done |= tok == stop_token
-                if (t + 1) % check_every == 0 and bool(done.all()):
-                    break
+            done = rows.update(tok, t)
+            if (stop_token is not None or budget is not None) and (t + 1) % check_every == 0 and bool(done.all()):
+                break
             if t + 1 < T:
                 logits = step(tok)
-    gen = _finish(tokens[:, :t + 1], logprobs[:, :t + 1], stop_token)
-    if stop_token is not None and bool(done.all()):  # every row stopped: drop the steps after the last stop
-        n = int(gen.lengths.max())
-        gen = Generation(gen.tokens[:, :n], gen.mask[:, :n], gen.logprobs[:, :n])
+    gen = _finish(tokens[:, :t + 1], logprobs[:, :t + 1], forced[:, :t + 1], rows.end, stop_token)
+    if bool(rows.done.all()):  # every row ended: drop the steps after the last end
+        gen = gen.trim(int(gen.lengths.max()))
     return gen
+
+
+def _per_row(written, num_samples):
+    """Per-prompt counts (P,) -> per-row (P * num_samples,), or None."""
+    return None if written is None else torch.as_tensor(written, dtype=torch.long).repeat_interleave(num_samples)
 
 
 def precision(device, amp=True):
@@ -197,29 +276,35 @@ def precision(device, amp=True):
 
 @torch.no_grad()
 def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-                   stop_token=None, generator=None, uniforms=None, amp=True):
-    """Reference sampler: no cache, no padding; a full forward of the whole sequence for every new token."""
+                   stop_token=None, generator=None, uniforms=None, amp=True, budget=None, written=None):
+    """Reference sampler: no cache, no padding; a full forward of the whole sequence for every new token. The
+    same AnswerBudget rule as generate (the shared _Rows), applied one prompt at a time."""
     _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
     device = next(model.parameters()).device
-    rows_tok, rows_lp = [], []
+    written = _per_row(written, num_samples)
+    rows_tok, rows_lp, rows_forced, ends = [], [], [], []
     with autocast(device.type, amp):
         for i, p in enumerate(prompts):
             x = torch.tensor(p, dtype=torch.long, device=device).repeat(num_samples, 1)  # (S, Tp)
-            lps = []
+            own = slice(i * num_samples, (i + 1) * num_samples)
+            rows = _Rows(num_samples, stop_token, budget, device, None if written is None else written[own])
+            lps, fs = [], []
             for t in range(max_new_tokens):
                 logits = model(x)[:, -1]
-                u = None if uniforms is None else uniforms[i * num_samples:(i + 1) * num_samples, t]
-                tok, lp = _pick(logits, temperature, top_k, top_p, generator, u)
-                x, lps = torch.cat([x, tok[:, None]], dim=1), lps + [lp]
-                if stop_token is not None and bool((x[:, len(p):] == stop_token).any(1).all()):
+                u = None if uniforms is None else uniforms[own, t]
+                tok, lp, f = rows.force(*_pick(logits, temperature, top_k, top_p, generator, u))
+                x, lps, fs = torch.cat([x, tok[:, None]], dim=1), lps + [lp], fs + [f]
+                if bool(rows.update(tok, t).all()):
                     break
             rows_tok.append(x[:, len(p):])
             rows_lp.append(torch.stack(lps, dim=1))
+            rows_forced.append(torch.stack(fs, dim=1))
+            ends.append(rows.end)
     T = max(t.shape[1] for t in rows_tok)
     pad = lambda t, v: F.pad(t, (0, T - t.shape[1]), value=v)
     fill = 0 if stop_token is None else stop_token
     return _finish(torch.cat([pad(t, fill) for t in rows_tok]), torch.cat([pad(l, 0.0) for l in rows_lp]),
-                   stop_token)
+                   torch.cat([pad(f, False) for f in rows_forced]), torch.cat(ends), stop_token)
 
 
 def main(argv=None):
@@ -259,8 +344,10 @@ def main(argv=None):
             text = (args.prompt or "").replace("\\n", "\n")
         prompt = [tok.BOS_ID] + tok.encode(text)
         max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
+        budget = None if task is None else AnswerBudget(m, task.answer_tokens, tok.SEP_ID)  # as in training
         out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
-                       stop_token=tok.END_ID, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp)
+                       stop_token=tok.END_ID, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp,
+                       budget=budget)
     except (UsageError, ValueError) as e:  # ValueError: generate refusing the prompt's length
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 import torch
 
-from evaluate import completion_texts, prompt_ids, rollout
+from evaluate import answer_budget, completion_texts, prompt_ids, rollout
 from sample import generate
 from tasks import tokenizer as tok
 
@@ -107,7 +107,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
             pop.add(task.parse(t, m))
     block = model.config.block_size
     while not all(pop.done for pop in pops):
-        prompts, prefixes, owners = [], [], []
+        prompts, prefixes, owners, written = [], [], [], []
         for pop in pops:
             if pop.done:
                 continue
@@ -117,9 +117,11 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
                 cut = min(int(rng.integers(0, len(parent) + 1)), block - len(base) - 1)  # room for 1 new token
                 prompts.append(base + parent[:cut])
                 prefixes.append(tok.decode(parent[:cut]))
+                written.append(cut)  # the parent's prefix is the first answer's start: it counts in its room
                 owners.append(pop)
         max_new = min(task.max_new_tokens(m), block - max(map(len, prompts)))
-        gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator, amp=amp)
+        gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator, amp=amp,
+                       budget=answer_budget(task, m), written=written)
         spent = sum(pop.used for pop in pops)
         for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
             pop.add(task.parse(prefix + text, m))

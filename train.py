@@ -158,7 +158,7 @@ def check_args(args):
 
 def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
     """The longest prompt (with a goal-conditioned weights line, which the warm start shows too) plus m answers
-    must fit the model's block; demonstrations for m must exist."""
+    must fit the model's block; demonstrations for m must exist, each answer within the answer's room."""
     probe = task.problems("train", 32, seed=0) + task.problems("test", 32, seed=0)
     longest = max(len(prompt_ids(task, p, m, task.deploy_weights)) for p in probe)
     need = longest + task.max_new_tokens(m)
@@ -169,6 +169,12 @@ def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
         task.demonstration(probe[0], m, np.random.default_rng(0), style=style)
     except ValueError as e:
         raise UsageError(f"{label} {m}: {e}") from None
+    rng = np.random.default_rng(0)
+    try:  # every demonstration answer must fit the room each answer gets (Task.answer_tokens)
+        for p in probe:
+            task.check_demonstration(task.demonstration(p, m, rng, style=style), m)
+    except ValueError as e:
+        raise UsageError(f"--task_opt answer_tokens: {e}") from None
 
 
 def check_method(args, task):

@@ -9,13 +9,14 @@ each answer with a reward vector r(x, y) in [0, 1]^D.
 
 Completion format (shared by all tasks): the m answers joined by the answer separator <|sep|>; the sampler
 stops at <|end|>, which is not part of the completion text. Answers past the m-th are ignored, missing ones
-are '' and score zero.
+are '' and score zero. Every answer has its own room of answer_tokens tokens, the whole budget of a
+single-answer completion: the sampler closes an answer that fills it (sample.AnswerBudget).
 """
 import hashlib
 
 import numpy as np
 
-from tasks.tokenizer import SEP
+from tasks.tokenizer import SEP, encode
 
 
 def in_test_split(key: str) -> bool:
@@ -55,9 +56,6 @@ class Task:
         """Whether an answer with this reward vector solves the problem (what pass@k counts)."""
         raise NotImplementedError
 
-    def max_new_tokens(self, m: int) -> int:
-        """Token budget for a completion of m answers, separators and <|end|> included."""
-        raise NotImplementedError
 
     def solved_hidden(self, problem, answer: str) -> bool:
         """Solved on held-out checks too; tasks without hidden tests fall back to solved(score(...))."""
@@ -78,6 +76,37 @@ class Task:
     @property
     def dim(self) -> int:
         return len(self.objectives)
+
+    @property
+    def answer_tokens(self) -> int:
+        """The room of one answer, in tokens: a single-answer completion's whole budget (its <|end|> included).
+        Every answer of an m-answer completion gets this same room (sample.AnswerBudget): one answer never takes
+        another's tokens. The task's default (default_answer_tokens) unless set with the option answer_tokens."""
+        return getattr(self, "_answer_tokens", None) or self.default_answer_tokens()
+
+    def default_answer_tokens(self) -> int:
+        """Task-specific: tokens enough for the longest demonstration answer and its closing token."""
+        raise NotImplementedError
+
+    def set_answer_tokens(self, n: int):
+        """The option answer_tokens=n (any task): ValueError unless n is an int >= 2 (an answer and its end)."""
+        if type(n) is not int or n < 2:
+            raise ValueError(f"answer_tokens must be an int >= 2 (one answer token and its closing token), got {n!r}")
+        self._answer_tokens = n
+
+    def check_demonstration(self, text: str, m: int):
+        """ValueError unless every answer of a demonstration, with its closing separator or <|end|>, fits the
+        answer's room (answer_tokens): a warm start must never show an answer the sampler would cut."""
+        for answer in text.split(SEP)[:m]:
+            need = len(encode(answer)) + 1
+            if need > self.answer_tokens:
+                raise ValueError(f"answer_tokens={self.answer_tokens} is below what a demonstration answer needs "
+                                 f"({need} tokens, its end included)")
+
+    def max_new_tokens(self, m: int) -> int:
+        """The longest completion of m answers: m answers of answer_tokens each, and after each but the last the
+        separator the sampler writes when that answer fills its room. m = 1: exactly answer_tokens."""
+        return m * self.answer_tokens + m - 1
 
     def parse(self, completion: str, m: int) -> list[str]:
         """Exactly m answer strings: split on <|sep|>, strip spaces, drop extras, pad with ''."""
@@ -112,18 +141,21 @@ class Task:
         return rewards, mask
 
 
-def get_task(name: str, **options) -> Task:
-    """Build a task by name: "toy", "maze" or "code". options go to the task's constructor."""
+def get_task(name: str, answer_tokens: int = None, **options) -> Task:
+    """Build a task by name: "toy", "maze" or "code". answer_tokens: the room of one answer (every task; default
+    the task's); the other options go to the task's constructor."""
     if name == "toy":
-        from tasks.toy import ToyTask
-        return ToyTask(**options)
-    if name == "maze":
-        from tasks.maze import MazeTask
-        return MazeTask(**options)
-    if name == "code":
-        from tasks.code import CodeTask
-        return CodeTask(**options)
-    raise ValueError(f"unknown task {name!r}; known tasks: toy, maze, code")
+        from tasks.toy import ToyTask as cls
+    elif name == "maze":
+        from tasks.maze import MazeTask as cls
+    elif name == "code":
+        from tasks.code import CodeTask as cls
+    else:
+        raise ValueError(f"unknown task {name!r}; known tasks: toy, maze, code")
+    task = cls(**options)
+    if answer_tokens is not None:
+        task.set_answer_tokens(answer_tokens)
+    return task
 
 
 TASKS = ("toy", "maze", "code")

@@ -35,7 +35,7 @@ __all__ = ["CodeTask", "CodeProblem", "execute"]
 
 X_MAX = 15                                  # inputs are drawn from the domain -X_MAX..X_MAX
 DOMAIN = tuple(range(-X_MAX, X_MAX + 1))    # 31 inputs
-MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; sets max_new_tokens
+MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; sets answer_tokens
 MIN_PARTIALS = 2                            # every problem has at least two partial programs
 MIN_ANSWERS = 6                             # and at least six distinct programs for demonstrations
 
@@ -130,8 +130,8 @@ class CodeTask(Task):
         inputs = problem.inputs + problem.hidden_inputs
         return execute(answer, inputs) == list(problem.outputs + problem.hidden_outputs)
 
-    def max_new_tokens(self, m: int) -> int:
-        return m * (MAX_ANSWER_CHARS + 1)  # m answers, m-1 separators and <|end|>
+    def default_answer_tokens(self) -> int:
+        return MAX_ANSWER_CHARS + 1  # the longest demonstration answer and its end
 
     # --- problem generation --------------------------------------------------------------------------------
     def _draw_problem(self, rng: np.random.Generator, want_test: bool):

@@ -225,7 +225,7 @@ class MazeTask(Task):
 
     @property
     def max_moves(self) -> int:
-        """The largest budget (the generator's option): it sizes max_new_tokens."""
+        """The largest budget (the generator's option): it sizes answer_tokens."""
         return self.generator.max_moves
 
     def _probe(self):
@@ -266,10 +266,10 @@ class MazeTask(Task):
     def prompt(self, problem: MazeProblem, m: int) -> str:
         return f"maze: {m} routes, budget {problem.budget}\n{problem.grid}\n"
 
-    def max_new_tokens(self, m: int) -> int:
-        # an answer has at most max_moves + 2 moves (a demonstration's over-budget detour), then a separator
-        # or <|end|>: m (max_moves + 2) + (m - 1) + 1
-        return m * (self.max_moves + 3)
+    def default_answer_tokens(self) -> int:
+        # a demonstration's answer has at most max_moves + 2 moves (an over-budget detour), then its end; one
+        # token more leaves the policy a move past every demonstration
+        return self.max_moves + 3
 
     def score(self, problem: MazeProblem, answer: str) -> np.ndarray:
         """r(x, y) of one route; zeros for anything that is not a string of U/D/L/R."""

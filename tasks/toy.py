@@ -82,6 +82,5 @@ class ToyTask(Task):
         best = max(self.compromise, 0.5)
         return bool(float(np.dot(self.deploy_weights, vector)) >= best - 1e-6)
 
-    def max_new_tokens(self, m: int) -> int:
-        # m answers of at most len("middle") = 6 bytes, m - 1 separators and <|end|>
-        return m * max(map(len, WORDS)) + (m - 1) + 1
+    def default_answer_tokens(self) -> int:
+        return max(map(len, WORDS)) + 1  # an answer of at most len("middle") = 6 bytes and its end

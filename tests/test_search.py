@@ -129,7 +129,7 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
             T = max(map(len, rows))
             tokens = torch.tensor([r + [tok.END_ID] * (T - len(r)) for r in rows])
             mask = torch.tensor([[t < len(r) for t in range(T)] for r in rows])
-            return Generation(tokens, mask, torch.zeros(tokens.shape))
+            return Generation(tokens, mask, torch.zeros(tokens.shape), torch.zeros_like(mask))
 
         def initial(model, prompts, max_new, num_samples, temperature, **kw):
             texts = []

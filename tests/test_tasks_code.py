@@ -251,6 +251,7 @@ def test_demonstrations_are_diverse_and_valid(train_problems):
             solved = [TASK.solved(TASK.score(p, a)) for a in answers]
             assert solved == [a in p.rewrites for a in answers] and any(solved)
             assert len(encode_special(demo)) + 1 <= TASK.max_new_tokens(m)  # + <|end|>
+            assert all(len(encode_special(a)) + 1 <= TASK.answer_tokens for a in answers)
             if m == 3:
                 first_is_correct.append(solved[0])
     assert 0.3 < np.mean(first_is_correct) < 0.9  # random order, correct and partial answers both present
@@ -293,7 +294,7 @@ def test_task_interface_and_validation():
     assert len(p.inputs) == 16 and len(p.hidden_inputs) == 15 and len(t.prompt(p, 3)) < 240
     np.testing.assert_allclose(TASK.deploy_weights, np.full(8, 1 / 8))
     assert TASK.objectives == [f"test{j}" for j in range(8)]
-    assert TASK.max_new_tokens(3) == 3 * (MAX_ANSWER_CHARS + 1)
+    assert TASK.answer_tokens == MAX_ANSWER_CHARS + 1 and TASK.max_new_tokens(3) == 3 * (MAX_ANSWER_CHARS + 1) + 2
     for kwargs, name in [({"num_tests": 3}, "num_tests"), ({"num_tests": 17}, "num_tests"),
                          ({"num_tests": 8.0}, "num_tests"), ({"num_hidden": 24}, "num_hidden"),
                          ({"num_hidden": -1}, "num_hidden"), ({"demo_correct": 1.5}, "demo_correct")]:

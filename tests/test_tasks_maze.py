@@ -188,6 +188,7 @@ def test_demonstrations_parse_are_distinct_and_fit_the_token_budget(style):
             demo = CORNERS.demonstration(p, m, rng, style=style)
             assert END not in demo and demo.count(SEP) == m - 1
             assert len(encode_special(demo)) + 1 <= CORNERS.max_new_tokens(m)
+            assert all(len(encode_special(a)) + 1 <= CORNERS.answer_tokens for a in demo.split(SEP))
             answers = CORNERS.parse(demo, m)
             assert len(set(answers)) == m and all(re.fullmatch("[UDLR]+", a) for a in answers)
 
@@ -266,5 +267,5 @@ def test_prompt_and_token_budget():
     p = PROBLEMS[0]
     assert CORNERS.prompt(p, 3) == f"maze: 3 routes, budget {p.budget}\n{p.grid}\n"
     assert max(len(CORNERS.prompt(q, 3)) for q in PROBLEMS) == 116
-    assert CORNERS.max_new_tokens(1) == 36 and CORNERS.max_new_tokens(3) == 108
+    assert CORNERS.answer_tokens == 36 and CORNERS.max_new_tokens(1) == 36 and CORNERS.max_new_tokens(3) == 110
     assert 1 + 116 + CORNERS.max_new_tokens(3) <= 256   # <|bos|> + prompt + 3 answers fit the default block

@@ -206,6 +206,9 @@ def test_demonstrations_fit_the_token_budget(task):
             demo = task.demonstration(p, m, rng)
             assert END not in demo and demo.count(SEP) == m - 1
             assert len(encode_special(demo)) + 1 <= limit     # + <|end|>
+            # every answer and its closing token fit the answer's own room
+            assert all(len(encode_special(a)) + 1 <= task.answer_tokens for a in demo.split(SEP))
+            task.check_demonstration(demo, m)
 
 
 def test_maze_demonstrations_are_distinct_and_cover_the_front():
@@ -239,7 +242,7 @@ def test_toy_scores_and_solved():
     assert not TOY.solved(TOY.score(p, "left")) and not TOY.solved(TOY.score(p, "nope"))
     low = ToyTask(compromise=0.4)                                          # then the corners are optimal
     assert low.solved(low.score(p, "left")) and not low.solved(low.score(p, "middle"))
-    assert TOY.max_new_tokens(3) == 3 * 6 + 2 + 1
+    assert TOY.answer_tokens == 7 and TOY.max_new_tokens(1) == 7 and TOY.max_new_tokens(3) == 3 * 7 + 2
     assert TOY.prompt(p, 3) == f"toy {p.id}: name 3 of left/right/middle\n"
 
 
@@ -248,7 +251,7 @@ def test_maze_solved_and_prompt():
     assert MAZE.solved(vec(1, 0, 0, 0)) and not MAZE.solved(vec(0, 0, 0, 0))
     text = MAZE.prompt(p, 3)
     assert text == f"maze: 3 routes, budget {p.budget}\n{p.grid}\n" and len(text) < 120
-    assert MAZE.max_new_tokens(3) == 3 * (MAZE.max_moves + 2) + 2 + 1
+    assert MAZE.answer_tokens == MAZE.max_moves + 3 and MAZE.max_new_tokens(3) == 3 * (MAZE.max_moves + 3) + 2
 
 
 # --- splits, determinism, parsing -----------------------------------------------------------------------------

@@ -58,12 +58,28 @@ def read_log(path):
 
 
 # --------------------------------------------------------------------------------------------- the RL step
-def expected_loss_mask(tokens):
-    """From the tokens alone: True up to and including each row's first <|end|>, all True if it has none."""
-    R, T = tokens.shape
-    is_end = tokens == tok.END_ID
-    first = torch.where(is_end.any(1), is_end.int().argmax(1), torch.full((R,), T))
-    return torch.arange(T)[None, :] <= first[:, None]
+def expected_loss_mask(tokens, m=1, room=None):
+    """From the tokens alone, one row at a time: True on every sampled token up to and including the row's first
+    <|end|> (all of it if none), except the separators the sampler forced: with m answers of `room` tokens each,
+    the token after a non-final answer's room-th is forced; the final answer's room-th token ends the row."""
+    want = torch.zeros(tokens.shape, dtype=torch.bool)
+    for r, row in enumerate(tokens.tolist()):
+        slot = used = 0
+        for t, x in enumerate(row):
+            if room is not None and slot < m - 1 and used == room:
+                assert x == tok.SEP_ID, "a full answer is closed by a separator"
+                slot, used = slot + 1, 0
+                continue
+            want[r, t] = True
+            if x == tok.END_ID:
+                break
+            if x == tok.SEP_ID and slot < m - 1:
+                slot, used = slot + 1, 0
+            else:
+                used += 1
+            if room is not None and slot == m - 1 and used == room:
+                break
+    return want
 
 
 @pytest.mark.parametrize("algo,extra", [("vpo", []), ("multi_rlvr", []), ("grpo", []), ("grpo", ["--match_budget"]),
@@ -114,9 +130,10 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
     # (b) row r = b*G + g of the loss gets group b's rollout g advantage
     fed = torch.cat([c["advantages"] for c in losses])
     assert torch.equal(fed.cpu(), adv.reshape(-1).to(fed.dtype).cpu())
-    # (c) the loss mask: every token up to and including <|end|>, nothing after it
+    # (c) the loss mask: every sampled token up to and including <|end|>, nothing after it, no forced separator
     mask = torch.cat([c["mask"] for c in losses]).bool()
-    want = expected_loss_mask(gen.tokens)
+    m = 3 if algo in ("vpo", "multi_rlvr") else 1
+    want = expected_loss_mask(gen.tokens, m, ToyTask().answer_tokens)
     assert torch.equal(mask, want)
     finished = (gen.tokens == tok.END_ID).any(1)
     assert finished.any() and (~want[finished]).any(), "need completions that end before the last column"
