@@ -1,8 +1,8 @@
 """
 results.md and the figures of the reproduction, read back from the finished runs of reproduce.py:
 summary.json (the final evaluation; the base's where that run evaluated it), eval.jsonl (evaluations during
-training), log.jsonl (one line per RL step), evolve-*.json (the evolutionary search), and the kept weights of
-the main maze runs (the route figure samples them once and caches the answers in routes_maze.json).
+training), log.jsonl (one line per RL step), and the kept weights of the main runs (the route figure samples
+them once and caches the answers in routes_maze.json, so a clone without the weights still draws it).
 
 Numbers are means ± standard deviation (numpy's, ddof 0) over RL seeds; a single seed is shown alone.
 """
@@ -77,10 +77,13 @@ def k_table(runs, key, ks, bases=()):
     return table(["method", "seeds"] + [f"k={k}" for k in ks], rows)
 
 
-def paired(runs, a, b, key, ks):
-    """Per seed d_s(k) = key@k(a, s) − key@k(b, s) for the seeds both finished. -> (seeds, {k: [d_s]})."""
-    ra = {r["seed"]: r["summary"]["metrics"] for r in runs.get(a, [])}
-    rb = {r["seed"]: r["summary"]["metrics"] for r in runs.get(b, [])}
+def paired(runs, a, b, key, ks, step=None):
+    """Per seed d_s(k) = key@k(a, s) − key@k(b, s) at an evaluation step (default: the end) for the seeds both
+    finished. -> (seeds, {k: [d_s]})."""
+    def metrics(r):
+        return r["summary"]["metrics"] if step is None else at_step(r, step)
+    ra = {r["seed"]: metrics(r) for r in runs.get(a, []) if metrics(r)}
+    rb = {r["seed"]: metrics(r) for r in runs.get(b, []) if metrics(r)}
     seeds = sorted(set(ra) & set(rb))
     return seeds, {k: [value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
                        if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
@@ -98,13 +101,53 @@ def verdict(ds, a, b):
 
 
 def paired_table(runs, a, b, key, ks, name):
-    seeds, diffs = paired(runs, a, b, key, ks)
-    if not seeds:
+    """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading."""
+    rows, seeds_seen = [], None
+    for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
+        seeds, diffs = paired(runs, a, b, key, ks, step)
+        if not seeds:
+            continue
+        seeds_seen = seeds_seen or seeds
+        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [""] * (len(seeds_seen) - len(diffs[k]))
+                 + [pm(diffs[k]), verdict(diffs[k], a, b)] for k in ks if diffs[k]]
+    if not rows:
         return []
-    rows = [[f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [pm(diffs[k]), verdict(diffs[k], a, b)]
-            for k in ks if diffs[k]]
-    return [f"Paired difference {a} − {b}, {name}, per RL seed:", ""] + \
-        table(["k"] + [f"seed {s}" for s in seeds] + ["mean ± std", "reading (plan's rule)"], rows) + [""]
+    return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
+        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"], rows) + [""]
+
+
+def step_table(runs, key, ks, bases):
+    """key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over seeds."""
+    rows = []
+    for label, rs in runs.items():
+        base = bases.get(rs[0]["summary"]["metrics"]["m"])
+        if base:
+            rows.append([label, "0 (base)", "-"] + [pm([value(base, key, k)]) for k in ks])
+        for step in eval_steps(rs):
+            ms = [at_step(r, step) for r in rs if at_step(r, step)]
+            rows.append([label, str(step), str(len(ms))] + [pm([value(m, key, k) for m in ms]) for k in ks])
+    return table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows)
+
+
+def scalar_step_table(runs, keys, bases):
+    """Scalar metrics (diversity, valid rate, ...) per arm and evaluation step, mean ± std over seeds."""
+    rows = []
+    for label, rs in runs.items():
+        base = bases.get(rs[0]["summary"]["metrics"]["m"])
+        if base:
+            rows.append([label, "0 (base)", "-"] + [pm([_scalar(base, key)]) for key, _ in keys])
+        for step in eval_steps(rs):
+            ms = [at_step(r, step) for r in rs if at_step(r, step)]
+            rows.append([label, str(step), str(len(ms))] + [pm([_scalar(m, key) for m in ms]) for key, _ in keys])
+    return table(["method", "step", "seeds"] + [name for _, name in keys], rows)
+
+
+def _scalar(metrics, key):
+    """metrics[key], or key = 'name@k' for metrics[name][k]."""
+    if "@" in key and key.split("@")[-1].isdigit():
+        name, k = key.rsplit("@", 1)
+        return value(metrics, name + "@k", int(k))
+    return metrics.get(key)
 
 
 def other_table(runs, task, bases=(), k=48):
@@ -141,57 +184,8 @@ def at_step(r, step):
     return next((e for e in r["evals"] if e["step"] == step), None)
 
 
-def training_table(runs, key, k, bases):
-    """key@k at step 0 (the base, sampled with the arm's m) and at every evaluation step, mean ± std."""
-    steps = sorted({s for rs in runs.values() for s in eval_steps(rs)})
-    rows = []
-    for label, rs in runs.items():
-        m = rs[0]["summary"]["metrics"]["m"]
-        base = bases.get(m)
-        rows.append([label, pm([value(base, key, k)]) if base else "-"] +
-                    [pm([value(at_step(r, s) or {}, key, k) for r in rs]) for s in steps])
-    return table(["method", "step 0 (base)"] + [f"step {s}" for s in steps], rows)
-
-
-def evolve_results(cfg, out):
-    """{slug: [result json per seed]} of the finished evolutionary searches."""
-    from reproduce import EVOLVE_ARMS, evolve_path
-    found = {}
-    for slug in EVOLVE_ARMS:
-        paths = [evolve_path(out, slug, s) for s in cfg["code"]["seeds"]]
-        rs = [_read(p) for p in paths if os.path.isfile(p)]
-        if rs:
-            found[slug] = rs
-    return found
-
-
-def evolve_budgets(budget):
-    return [budget // 8, budget // 4, budget // 2, budget]
-
-
-def evolve_table(results):
-    if not results:
-        return []
-    first = next(iter(results.values()))[0]
-    lines = [f"Evolutionary search from the code checkpoints on the {len(first['problems'])} held-out problems that "
-             f"no code checkpoint (any arm, any seed) solved in its 48-answer evaluation pool. Problems solved "
-             f"within each budget, mean ± std over seeds (each seed's count in brackets):", ""]
-    for unit, entry in first["units"].items():
-        budgets = evolve_budgets(entry["budget"])
-        rows = []
-        for slug, rs in results.items():
-            counts = [[sum(s is not None and s <= b for s in r["units"][unit]["solved_at"]) for r in rs]
-                      for b in budgets]
-            rows.append([f"{slug.upper()} (m={rs[0]['m']})", str(len(rs))] +
-                        [f"{pm(c, 2)} {c}" for c in counts] +
-                        [f"{np.mean([r['units'][unit]['seconds'] for r in rs]):.0f}"])
-        lines += table(["start checkpoint", "seeds"] + [f"≤{b} {unit}" for b in budgets] + ["s per search"], rows)
-        lines.append("")
-    return lines
-
-
 def compute_seconds(out):
-    """Seconds inside the runs (warm starts, RL, evaluations, searches), read back from their files."""
+    """Seconds inside the runs (warm start, RL, evaluations), read back from their files."""
     total = 0.0
     for root, _, files in os.walk(os.path.join(out, "runs")):
         if "summary.json" in files:
@@ -199,9 +193,6 @@ def compute_seconds(out):
             total += s["train_seconds"] + s["eval_seconds"]
         elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
             total += _jsonl(os.path.join(root, "log.jsonl"))[-1]["seconds"]
-        for name in files:
-            if name.startswith("evolve-") and name.endswith(".json"):
-                total += sum(u["seconds"] for u in _read(os.path.join(root, name))["units"].values())
     return total
 
 
@@ -213,54 +204,38 @@ def wall_seconds(out):
 # ------------------------------------------------------------------------------------------------ report
 def write_report(cfg, out, title, figures=True):
     """Rewrite out/results.md (and, with figures, the PNGs) from whatever has finished. -> the markdown lines."""
-    main, abl, code = (finished_runs(cfg, out, g) for g in ("main", "ablation", "code"))
-    lines = [f"# Reproduction: `{title}`", "",
+    main, baselines = finished_runs(cfg, out, "main"), finished_runs(cfg, out, "baselines")
+    runs = {**main, **baselines}
+    lines = [f"# Reproduction v3: `{title}`", "",
              "Configuration, metrics and the deciding comparison: [PLAN.md](PLAN.md) (committed before these runs). "
-             "Every number: mean ± std over RL seeds (one shared warm start per task). k counts answers.", ""]
-    if main:
+             "Every number: mean ± std over RL seeds (one shared warm start); the seeds column counts them. "
+             "k counts answers; every answer had its own room of 36 tokens.", ""]
+    if runs:
         steps = cfg["main"]["steps"]
-        bases = {1: base_metrics(main, "grpo"), 3: base_metrics(main, "vpo")}
-        base_rows = [("base (routes warm start), m=1", bases[1]), ("base (routes warm start), m=3", bases[3])]
-        lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, "
-                  f"{steps * 64:,} rollouts per arm", "",
-                  f"Pooled best@k (the authors' definition: every answer of a maze in one pool), "
-                  f"{first_metrics(main)['problems']} held-out mazes:", ""]
-        lines += k_table(main, "pooled_best@k", KS, base_rows) + [""]
+        bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+        lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, {steps * 64:,} rollouts per arm",
+                  "", f"Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
+                  f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", ""]
+        lines += step_table(runs, "pooled_best@k", KS, bases) + [""]
+        lines += paired_table(runs, "VPO", "GRPO", "pooled_best@k", KS[1:], "pooled best@k")
         lines += ["Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):", ""]
-        lines += k_table(main, "best@k", KS[1:], base_rows) + [""]
-        lines += paired_table(main, "VPO", "GRPO", "pooled_best@k", KS, "pooled best@k")
-        lines += paired_table(main, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k")
-        lines += paired_table(main, "VPO", "Multi-RLVR", "pooled_best@k", KS, "pooled best@k")
-        lines += ["Pooled best@3 and best@48 during training (held-out mazes):", ""]
-        lines += training_table(main, "pooled_best@k", 3, bases) + [""] + \
-            training_table(main, "pooled_best@k", 48, bases) + [""]
-        lines += ["The rest of the final evaluation (48 answers per maze):", ""]
-        lines += other_table(main, "maze", base_rows) + [""]
-    if abl:
-        bases = [("base (routes), m=1", base_metrics(main, "grpo") if main else None),
-                 ("base (diverse), m=1", base_metrics(abl, "grpo_diverse")),
-                 ("base (diverse), m=3", base_metrics(abl, "vpo_diverse")),
-                 ("base of goal-conditioned GRPO, prompted with w*", base_metrics(abl, "goal_cond"))]
-        lines += ["## Maze ablations (one seed each, same length and evaluation)", "", "Pooled best@k:", ""]
-        lines += k_table(abl, "pooled_best@k", KS, bases) + [""]
-        lines += other_table(abl, "maze", bases) + [""]
-    if code:
-        steps = cfg["code"]["steps"]
-        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
-        lines += [f"## Code task: {steps} RL steps, {steps * 64:,} rollouts per arm", "", "Pooled best@k:", ""]
-        lines += k_table(code, "pooled_best@k", KS, bases) + [""]
-        lines += ["pass@k (every shown test passes):", ""] + k_table(code, "pass@k", KS[1:], bases) + [""]
-        lines += ["pass@k on the hidden tests too:", ""] + k_table(code, "pass_hidden@k", KS[1:], bases) + [""]
-        lines += paired_table(code, "VPO", "GRPO", "pooled_best@k", KS, "pooled best@k")
-        lines += paired_table(code, "VPO", "GRPO", "pass@k", KS[1:], "pass@k")
-        lines += other_table(code, "code", bases) + [""]
-    lines += evolve_table(evolve_results(cfg, out))
-    lines += [f"Compute inside the runs (warm starts, RL, evaluations, searches; read from their files): "
+        lines += step_table(runs, "best@k", KS[1:], bases) + [""]
+        lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k")
+        lines += ["Diversity and the answers at each evaluation step (48 answers per maze):", ""]
+        lines += scalar_step_table(runs, [("diversity", "diversity"), ("valid_rate", "valid"),
+                                          ("distinct_rate", "distinct"), ("pass@48", "pass@48 (reach E)"),
+                                          ("E_w[best@48]", "E_w[best@48]"), ("pareto_frac", "Pareto frac.")],
+                                   bases) + [""]
+        for other in ("Max@k", "Multi-RLVR"):
+            lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k")
+        lines += ["The final evaluation in full:", ""]
+        lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
+    lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
-              f"(runs two at a time, one torch thread each)."]
+              f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
     if figures:
         from report_figures import write_figures
-        lines += ["", "Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, main, abl, code))]
+        lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, runs))]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return lines

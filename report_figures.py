@@ -1,14 +1,15 @@
 """
-The figures of the reproduction (report.py writes the tables): best@k against k, training curves, best@k and
-diversity during training, the answers' reward vectors, the evolutionary search, and the route figure: the same
-held-out mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end of training.
+The figures of the reproduction (report.py writes the tables): best@k against k at each evaluation step, best@k
+and diversity during training, training curves, the answers' reward vectors, the route figure (the same held-out
+mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end of training), and the pilot's
+answer-room figure (VPO's written slots and answer length before and after every answer got its own room).
 """
 import json
 import os
 
 import numpy as np
 
-from plots import plot_scatter, plt, smooth
+from plots import plot_scatter, plt, read_jsonl, smooth
 from report import KS, at_step, base_metrics, eval_steps, value
 from tasks import get_task
 
@@ -62,12 +63,14 @@ def training_figure(runs, path, suptitle):
     """Training curves from log.jsonl, mean over seeds, 10-step moving average."""
     keys = [("deploy_reward", "deployment reward w*ᵀr of sampled answers"),
             ("set_reward", "set reward E_w max wᵀr"),
-            ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)")]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.8))
+            ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)"),
+            ("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer")]
+    fig, axes = plt.subplots(2, (len(keys) + 1) // 2, figsize=(4.4 * ((len(keys) + 1) // 2), 7.2))
+    axes = axes.flatten()
     for ax, (key, name) in zip(axes, keys):
         for i, (label, rs) in enumerate(runs.items()):
             n = min(len(r["log"]) for r in rs)
-            if n == 0:
+            if n == 0 or key not in rs[0]["log"][0]:
                 continue
             y = np.mean([[row[key] for row in r["log"][:n]] for r in rs], axis=0)
             ax.plot(np.arange(1, n + 1), smooth(y), color=f"C{i}", label=label)
@@ -202,37 +205,75 @@ def routes_figure(data, path):
     plt.close(fig)
 
 
-def write_figures(cfg, out, main, abl, code):
+def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
+    """The headline: best@k against k at each evaluation step, one panel per step, every arm side by side
+    (mean ± std over seeds), the base dashed in every panel."""
+    steps = sorted({s for rs in runs.values() for s in eval_steps(rs)})
+    fig, axes = plt.subplots(1, len(steps), figsize=(4.2 * len(steps), 3.9), squeeze=False, sharey=True)
+    for ax, step in zip(axes[0], steps):
+        for i, (label, rs) in enumerate(runs.items()):
+            ms = [at_step(r, step) for r in rs if at_step(r, step)]
+            if not ms:
+                continue
+            ks = [k for k in KS if value(ms[0], key, k) is not None]
+            mu, sd = _mean_std([[value(m, key, k) for k in ks] for m in ms])
+            ax.plot(ks, mu, marker="o", color=f"C{i}", label=f"{label} ({len(ms)})")
+            ax.fill_between(ks, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
+        for style, (label, m) in zip((":", "--"), bases):
+            if m:
+                ks = [k for k in KS if value(m, key, k) is not None]
+                ax.plot(ks, [value(m, key, k) for k in ks], style, color="gray", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(KS), [str(k) for k in KS])
+        _label(ax, f"step {step}", "k (answers)")
+    axes[0][0].set_ylabel(key.replace("@k", "@k"))
+    _save(fig, axes[0][0], path, suptitle)
+
+
+def answer_room_figure(logs, path, suptitle):
+    """Written answer slots and mean answer length per RL step (10-step moving average), one line per log:
+    VPO before and after every answer got its own room."""
+    panels = [("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8))
+    for ax, (key, name) in zip(axes, panels):
+        for i, (label, log) in enumerate(logs.items()):
+            ys = [row[key] for row in log if key in row]
+            if ys:
+                ax.plot(np.arange(1, len(ys) + 1), smooth(np.asarray(ys)), color=f"C{i}", label=label)
+        _label(ax, name, "RL step")
+    _save(fig, axes[0], path, suptitle)
+
+
+def write_figures(cfg, out, runs):
     """Every figure results.md links (and the README shows). -> their file names."""
     names = []
-    if main:
-        bases = [("base, m=1", base_metrics(main, "grpo")), ("base, m=3", base_metrics(main, "vpo"))]
-        best_at_k_figure(main, bases, [("pooled_best@k", KS, "pooled best@k (the authors')"),
-                                       ("best@k", KS[1:], "best@k over whole rollouts")],
-                         os.path.join(out, "best_at_k_maze.png"), "maze: best@k at the end of training, mean ± std")
-        training_figure(main, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
-        over_training_figure(main, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "over_training_maze.png"),
+    if runs:
+        bases = [("base, m=1", base_metrics(runs, "grpo")), ("base, m=3", base_metrics(runs, "vpo"))]
+        steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_maze.png"),
+                     "maze: pooled best@k at each evaluation step (held-out mazes, mean ± std over seeds)")
+        steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_rollouts_maze.png"),
+                     "maze: whole-rollout best@k at each evaluation step", key="best@k")
+        over_training_figure(runs, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "over_training_maze.png"),
                              "maze: held-out evaluation during training (mean ± std over seeds)")
-        pools = {label: rs[0]["summary"]["pools"] for label, rs in main.items() if label in ("GRPO", "VPO")}
-        if pools:
+        training_figure(runs, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
+        names += ["best_at_k_steps_maze.png", "best_at_k_steps_rollouts_maze.png", "over_training_maze.png",
+                  "training_maze.png"]
+        pools = {label: rs[0]["summary"]["pools"] for label, rs in runs.items() if label in ("GRPO", "VPO")}
+        if len(pools) == 2:
             plot_scatter(pools, get_task("maze"), os.path.join(out, "scatter_maze.png"),
                          "maze: answers of GRPO vs VPO (seed 0, end of training) on held-out mazes")
-        names += ["best_at_k_maze.png", "training_maze.png", "over_training_maze.png", "scatter_maze.png"]
+            names.append("scatter_maze.png")
+        main = {label: rs for label, rs in runs.items() if label in ("GRPO", "VPO")}
         data = route_answers(cfg, out, main)
         if data:
             routes_figure(data, os.path.join(out, "routes_maze.png"))
             names.append("routes_maze.png")
-    if abl:
-        bases = [("routes base, m=1", base_metrics(main, "grpo") if main else None),
-                 ("diverse base, m=3", base_metrics(abl, "vpo_diverse"))]
-        best_at_k_figure(abl, bases, [("pooled_best@k", KS, "pooled best@k")], os.path.join(out, "ablation_maze.png"),
-                         "maze ablations (seed 0)")
-        names.append("ablation_maze.png")
-    if code:
-        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
-        best_at_k_figure(code, bases, [("pooled_best@k", KS, "pooled best@k"), ("pass@k", KS[1:], "pass@k"),
-                                       ("pass_hidden@k", KS[1:], "pass@k, hidden tests too")],
-                         os.path.join(out, "best_at_k_code.png"), "code: end of training, mean ± std over seeds")
-        training_figure(code, os.path.join(out, "training_code.png"), "code: training curves (mean over seeds)")
-        names += ["best_at_k_code.png", "training_code.png"]
+    pilot = os.path.join(out, "pilot")
+    logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
+            (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))
+            if os.path.isfile(os.path.join(pilot, name, "log.jsonl"))}
+    if logs:
+        answer_room_figure(logs, os.path.join(out, "answer_room_maze.png"),
+                           "maze, VPO (pilot seed 99): answer slots written and their length")
+        names.append("answer_room_maze.png")
     return names

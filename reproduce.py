@@ -1,23 +1,21 @@
 """
-The reproduction pre-registered in results/PLAN.md: every arm, seed and evaluation, then the tables and figures.
+The reproduction pre-registered in results/PLAN.md (v3): every arm, seed and evaluation, then the tables and figures.
 
-    python reproduce.py              # the full plan: 86 minutes measured on 2 CPU cores (2 runs at a time)
+    python reproduce.py              # the whole plan (about 3.5 hours on 2 CPU cores; resumable, see below)
     python reproduce.py --quick      # the same jobs on a tiny model, about 30 s (numbers near zero)
     python reproduce.py --report     # only rewrite results.md and the figures from the finished runs
 
-Arms (MAIN, ABLATION and CODE below; the plan says why each is there):
-  main      maze (paper design, `routes` warm start), 3 RL seeds: GRPO with the same rollouts as VPO,
-            Multi-RLVR, random-weight GRPO, Max@k, VPO. Evaluated every --eval_every steps on the same
-            held-out mazes, weights kept at those evaluations (the route figure draws them).
-  ablation  maze, 1 seed: GRPO with VPO's answer budget (3x rollouts), goal-conditioned GRPO, GDPO, MaxRL,
-            and GRPO / VPO from the `diverse` warm start.
-  code      code task, 3 RL seeds: GRPO, Multi-RLVR, VPO (pass@k too).
-  evolve    code: evolutionary search (search.evolve) from the GRPO and VPO checkpoint of every seed on the
-            held-out problems that no code checkpoint solved in its evaluation pool.
+Arms (MAIN and BASELINES below; the plan says why each is there), all on the paper-style maze from the default
+`routes` warm start, every answer in its own room (sample.AnswerBudget):
+  main       GRPO and VPO, 3 RL seeds, trained long enough for GRPO to narrow (1000 steps), evaluated at 4 points
+             along training on the same held-out mazes, weights kept at those evaluations.
+  baselines  Max@k (the paper's strongest scalar baseline) and Multi-RLVR (VPO's answer format, scalar reward),
+             seed 0 first, then seeds 1 and 2.
 
-Each run is train.py in its own process (one torch thread each when --jobs > 1), under out/runs/<task>/, sharing
-the task's cached warm starts. Resumable: a finished run (summary.json) is skipped, an interrupted one resumed
-from its checkpoint; results.md is rewritten after every finished job. Figures and tables: report.py.
+Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/maze/, sharing
+the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
+eval.jsonl under results/runs/) is skipped, an interrupted one resumed from its checkpoint if there is one;
+results.md is rewritten after every finished run. Tables: report.py; figures: report_figures.py.
 """
 import argparse
 import concurrent.futures as cf
@@ -29,67 +27,42 @@ import sys
 import time
 
 MAIN = [("GRPO", "grpo", ["--algo", "grpo"]),
-        ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
-        ("Random-weight GRPO", "random_weight", ["--algo", "random_weight"]),
-        ("Max@k", "max_at_k", ["--algo", "max_at_k"]),
         ("VPO", "vpo", ["--algo", "vpo"])]
-ABLATION = [("GRPO, VPO's answer budget (3x rollouts)", "grpo_matched", ["--algo", "grpo", "--match_budget"]),
-            ("Goal-conditioned GRPO", "goal_cond", ["--algo", "goal_cond"]),
-            ("GDPO", "gdpo", ["--algo", "gdpo"]),
-            ("MaxRL", "maxrl", ["--algo", "maxrl"]),
-            ("GRPO, diverse warm start", "grpo_diverse", ["--algo", "grpo", "--warm_start", "diverse"]),
-            ("VPO, diverse warm start", "vpo_diverse", ["--algo", "vpo", "--warm_start", "diverse"])]
-CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
-        ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
-        ("VPO", "vpo", ["--algo", "vpo"])]
-EVOLVE_ARMS = ("grpo", "vpo")  # whose code checkpoints the evolutionary search starts from
+BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
+             ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"])]
 
 FULL = {
-    "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 220, "eval_every": 55},
-    "ablation": {"task": "maze", "seeds": [0], "steps": 220, "eval_every": 110},
-    "code": {"task": "code", "seeds": [0, 1, 2], "steps": 120, "eval_every": 60},
+    "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
-    "evolve": {"budgets": {"answers": 384, "samples": 128}, "max_problems": 32},
     "route_mazes": 4, "route_answers": 12,
 }
 QUICK = {
-    "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 2},
-    "ablation": {"task": "maze", "seeds": [0], "steps": 2, "eval_every": 0},
-    "code": {"task": "code", "seeds": [0, 1], "steps": 2, "eval_every": 0},
+    "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
+    "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
                "--sft_batch_size", "8"],
-    "evolve": {"budgets": {"answers": 9, "samples": 4}, "max_problems": 2},
     "route_mazes": 2, "route_answers": 3,
 }
-GROUPS = {"main": MAIN, "ablation": ABLATION, "code": CODE}
+GROUPS = {"main": MAIN, "baselines": BASELINES}
 
 
 def jobs_of(cfg):
-    """Every training run of the plan, in the order they are started: seed by seed through the main table and
-    the code task (so a cut-short reproduction has every main arm for its first seeds), ablations last.
-    -> list of dicts: group, label, slug, seed, task, directory-relative name, argv, base (warm-start tag)."""
+    """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
+    cut short has both main arms for its first seeds), then the baselines seed by seed.
+    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
-        mid = ["--keep_eval_ckpts"] if group == "main" else []
-        # each base is evaluated once, in the seed-0 run of GRPO (m = 1) and of VPO (m = 3), and by each ablation
-        base_eval = [] if group == "ablation" or (seed == g["seeds"][0] and slug in ("grpo", "vpo")) else \
-            ["--no_base_eval"]
-        warm = flags[flags.index("--warm_start") + 1] if "--warm_start" in flags else "auto"
-        base = (g["task"], "goal" if slug == "goal_cond" else warm)
+        # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
+        base_eval = [] if (group == "main" and seed == g["seeds"][0]) else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
-                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *mid, *base_eval, *cfg["common"],
-                "--quiet"]
+                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, "--keep_eval_ckpts", *base_eval,
+                *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
-                "base": base, "name": f"{slug}-s{seed}"}
-    out = []
-    for i in range(max(len(cfg["main"]["seeds"]), len(cfg["code"]["seeds"]))):
-        for group in ("main", "code"):
-            if i < len(cfg[group]["seeds"]):
-                out += [job(group, label, slug, flags, cfg[group]["seeds"][i]) for label, slug, flags in GROUPS[group]]
-    out += [job("ablation", label, slug, flags, seed) for seed in cfg["ablation"]["seeds"]
-            for label, slug, flags in ABLATION]
-    return out
+                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}"}
+    return [job(group, label, slug, flags, seed) for group in ("main", "baselines") for seed in cfg[group]["seeds"]
+            for label, slug, flags in GROUPS[group]]
 
 
 def base_path(job, out):
@@ -124,39 +97,6 @@ def train_job(argv, out_dir, log_path):
         return train.main(argv + ["--out_dir", out_dir])
 
 
-def evolve_job(ckpt, problem_ids, budgets, path, seed=0):
-    """search.evolve from one checkpoint on the given held-out problems, once per budget unit -> path (json)."""
-    import torch
-    from runs import load_run
-    from search import evolve
-    model, run, task, m = load_run(ckpt, torch.device("cpu"))
-    problems = task.problems("test", max(problem_ids) + 1, seed=0) if problem_ids else []
-    result = {"ckpt": ckpt, "m": m, "problems": problem_ids, "units": {}}
-    for unit, budget in budgets.items():
-        t0 = time.perf_counter()
-        res = evolve(model.eval(), task, [problems[i] for i in problem_ids], m, budget, unit, seed=seed) \
-            if problem_ids else []
-        result["units"][unit] = {"budget": budget, "solved_at": [r["solved_at"] for r in res],
-                                 "used": [r["used"] for r in res], "seconds": round(time.perf_counter() - t0, 1)}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, path)
-    return 0
-
-
-def hard_code_problems(out, cfg):
-    """Held-out code problems that no code checkpoint (any arm, any seed) solved in its evaluation pool."""
-    counts = []
-    for label, slug, _ in CODE:
-        for seed in cfg["code"]["seeds"]:
-            with open(os.path.join(out, "runs", "code", f"{slug}-s{seed}", "summary.json")) as f:
-                counts.append(json.load(f)["metrics"]["solved_per_problem"])
-    n = min(map(len, counts))
-    hard = [i for i in range(n) if all(c[i] == 0 for c in counts)]
-    return hard[:cfg["evolve"]["max_problems"]]
-
-
 def run_all(cfg, out, jobs=2, report=None):
     """Run every job of the plan not yet finished, `jobs` at a time; report() after each finished one.
     A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock)."""
@@ -178,16 +118,14 @@ def run_all(cfg, out, jobs=2, report=None):
 
 
 def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
-    evolve_todo = [(slug, seed) for slug in EVOLVE_ARMS for seed in cfg["code"]["seeds"]
-                   if not os.path.isfile(evolve_path(out, slug, seed))]
     failed = []
     t0, started = time.perf_counter(), time.time()
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                                 initargs=(threads or os.cpu_count(),)) as pool:
         running = {}
-        while train_jobs or evolve_todo or running:
-            busy = {running[f]["base"] for f in running if "base" in running[f]}
+        while train_jobs or running:
+            busy = {running[f]["base"] for f in running}
             for j in list(train_jobs):
                 if len(running) >= jobs:
                     break
@@ -199,21 +137,11 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                 print(f"[{time.perf_counter() - t0:6.0f} s] start {j['task']}/{j['name']}", flush=True)
                 log = os.path.join(logs, f"{j['task']}-{j['name']}.log")
                 running[pool.submit(train_job, j["argv"], out_dir, log)] = j
-            code_done = all(os.path.isfile(os.path.join(out, "runs", "code", f"{slug}-s{s}", "summary.json"))
-                            for _, slug, _ in CODE for s in cfg["code"]["seeds"])
-            while evolve_todo and code_done and len(running) < jobs:
-                slug, seed = evolve_todo.pop(0)
-                ckpt = os.path.join(out, "runs", "code", f"{slug}-s{seed}", "ckpt.pt")
-                print(f"[{time.perf_counter() - t0:6.0f} s] start evolve code/{slug}-s{seed}", flush=True)
-                running[pool.submit(evolve_job, ckpt, hard_code_problems(out, cfg), cfg["evolve"]["budgets"],
-                                    evolve_path(out, slug, seed))] = {"name": f"evolve {slug}-s{seed}"}
-            if not running:  # nothing could start: evolve waits on code runs that failed
-                break
             done, _ = cf.wait(running, timeout=10, return_when=cf.FIRST_COMPLETED)  # or a base appearing
             for f in done:
                 j = running.pop(f)
                 rc = f.result() if f.exception() is None else repr(f.exception())
-                print(f"[{time.perf_counter() - t0:6.0f} s] done {j.get('task', '')}/{j['name']}: "
+                print(f"[{time.perf_counter() - t0:6.0f} s] done {j['task']}/{j['name']}: "
                       f"{'ok' if rc == 0 else 'FAILED ' + str(rc)}", flush=True)
                 if rc != 0:
                     failed.append(j["name"])
@@ -224,10 +152,6 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                 if report:
                     report()
     return failed
-
-
-def evolve_path(out, slug, seed):
-    return os.path.join(out, "runs", "code", f"evolve-{slug}-s{seed}.json")
 
 
 def main(argv=None):
