@@ -11,47 +11,8 @@ import os
 
 import numpy as np
 
-KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
+from results.plan import KS, read_jsonl_or_empty, read_json, at_step, base_metrics, eval_steps, finished_runs, value
 
-
-# ------------------------------------------------------------------------------------------------ reading
-def _read(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def _jsonl(path):
-    from plots import read_jsonl
-    return read_jsonl(path) if os.path.isfile(path) else []
-
-
-def finished_runs(cfg, out, group):
-    """{label: [run, ...] over the group's seeds that finished}; run = dict(seed, slug, dir, summary, evals, log)."""
-    from reproduce import GROUPS, jobs_of, run_dir
-    runs = {label: [] for label, _, _ in GROUPS[group]}
-    for j in jobs_of(cfg):
-        directory = run_dir(out, j)
-        if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):
-            runs[j["label"]].append({"seed": j["seed"], "slug": j["slug"], "dir": directory,
-                                     "summary": _read(os.path.join(directory, "summary.json")),
-                                     "evals": _jsonl(os.path.join(directory, "eval.jsonl")),
-                                     "log": _jsonl(os.path.join(directory, "log.jsonl"))})
-    return {label: r for label, r in runs.items() if r}
-
-
-def value(metrics, key, k):
-    """metrics[key][k] (json keys are strings), or None where the metric has no such k (whole-rollout k < m)."""
-    table = metrics.get(key) or {}
-    return table.get(str(k), table.get(k))
-
-
-def base_metrics(runs, slug):
-    """The base evaluation stored by the run `slug` (its seed-0 run evaluates the base), or None."""
-    for rs in runs.values():
-        for r in rs:
-            if r["slug"] == slug and r["summary"].get("base_metrics"):
-                return r["summary"]["base_metrics"]
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -173,32 +134,21 @@ def other_table(runs, task, bases=(), k=48):
                  + [f"mean {d}" for d in dims or []] + ["train s"], rows)
 
 
-def eval_steps(rs):
-    return sorted({e["step"] for r in rs for e in r["evals"]} | {r["summary"]["args"]["steps"] for r in rs})
-
-
-def at_step(r, step):
-    """Metrics of run r at an evaluation step (the final evaluation at its last step)."""
-    if step == r["summary"]["args"]["steps"]:
-        return r["summary"]["metrics"]
-    return next((e for e in r["evals"] if e["step"] == step), None)
-
-
 def compute_seconds(out):
     """Seconds inside the runs (warm start, RL, evaluations), read back from their files."""
     total = 0.0
     for root, _, files in os.walk(os.path.join(out, "runs")):
         if "summary.json" in files:
-            s = _read(os.path.join(root, "summary.json"))
+            s = read_json(os.path.join(root, "summary.json"))
             total += s["train_seconds"] + s["eval_seconds"]
         elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
-            total += _jsonl(os.path.join(root, "log.jsonl"))[-1]["seconds"]
+            total += read_jsonl_or_empty(os.path.join(root, "log.jsonl"))[-1]["seconds"]
     return total
 
 
 def wall_seconds(out):
     """Wall-clock time of the reproduce.py invocations that ran jobs (runs/timeline.jsonl)."""
-    return sum(row["end"] - row["start"] for row in _jsonl(os.path.join(out, "runs", "timeline.jsonl")))
+    return sum(row["end"] - row["start"] for row in read_jsonl_or_empty(os.path.join(out, "runs", "timeline.jsonl")))
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -234,7 +184,7 @@ def write_report(cfg, out, title, figures=True):
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
     if figures:
-        from report_figures import write_figures
+        from results.figures import write_figures
         lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, runs))]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

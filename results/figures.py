@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
-from plots import plot_scatter, plt, read_jsonl, smooth
-from report import KS, at_step, base_metrics, eval_steps, value
+from results.plan import KS, at_step, base_metrics, eval_steps, value
+from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
 MAZE_COLOURS = {"#": "#3b3b3b", ".": "#ffffff", "S": "#6fcf6f", "E": "#e06666", "G": "#f4c542", "*": "#6ec6f0",
@@ -112,9 +112,9 @@ def route_answers(cfg, out, main):
             return json.load(f)
     import torch
 
-    from evaluate import rollout
     from model import load_checkpoint
-    from sample import step_seed
+    from runs.seeding import step_seed
+    from sample import rollout
     runs = {r["slug"]: r for rs in main.values() for r in rs if r["seed"] == 0 and r["slug"] in ("grpo", "vpo")}
     if len(runs) < 2:
         return None
@@ -147,8 +147,8 @@ def route_answers(cfg, out, main):
 
 def _path(problem, route):
     """Cells (row, col) visited by a route from S, stopping at E or the budget; None if not a move string."""
-    from tasks.maze import MOVES, _ROUTE
-    if not route or not _ROUTE.fullmatch(route):
+    from tasks.maze import MOVES, ROUTE
+    if not route or not ROUTE.fullmatch(route):
         return None
     lay = problem.layout
     pos, cells = lay.start, [divmod(lay.start, lay.W)]
