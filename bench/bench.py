@@ -1,24 +1,35 @@
 """
-Benchmarks (scripts, not tests): sampler throughput, the time of one RL step, and reward scoring speed.
+Benchmarks (scripts, not tests): sampler throughput, the time of one RL step and of one warm-start step, and
+reward scoring speed. Run from the repository root:
 
-    python bench.py sampler                  # cached vs naive sampling, and the FLOP limit of this machine
-    python bench.py sampler --device cuda    # the same on a GPU (bf16); --static [--compile]: fixed-shape decode
-    python bench.py rl                       # one optimizer step: the maze run's shapes, then the TRL peer's
-    python bench.py sft                      # one warm-start step: --sft_group 1 vs 4 (prompt encoded once)
-    python bench.py tasks                    # answers scored per second (maze, code), mazes and
-                                             # demonstrations drawn per second; one core
+    python -m bench.bench sampler                  # cached vs naive sampling, and the FLOP limit of this machine
+    python -m bench.bench sampler --device cuda    # the same on a GPU (bf16); --static [--compile]: fixed-shape decode
+    python -m bench.bench rl                       # one optimizer step: the maze run's (train.rl_step), then the
+                                                   # TRL peer's shape (--shape maze or --shape peer: one of them)
+    python -m bench.bench sft                      # one warm-start step: group 1 vs 4 (prompt encoded once)
+    python -m bench.bench tasks                    # answers scored per second (maze, code), mazes and
+                                                   # demonstrations drawn per second; one core
 
---device auto (the default) picks cuda when there is one, else cpu.
+--device auto (the default) picks cuda, then mps, then cpu. The peers (TRL GRPOTrainer, HF generate) are
+bench/peer_trl_grpo.py and bench/peer_generate.py; bench/README.md says how to rerun the speed table.
 
-RL step: the time of one optimizer step, split into generate, score (rewards and advantages), forward (the
-policy's log-probs with gradients, plus the no-grad old and reference passes), backward (and gradient clipping),
-optimizer; median of --steps steps after a first, warm-up one. Two shapes:
-- maze: the default `train.py --algo vpo` step: 8 prompts x 8 rollouts of m = 3 answers, maze prompts (117
-  tokens), completions up to 108 tokens (random weights rarely stop, so nearly all run to 108: the worst case),
-  VPO advantages (N = 100), the k3 KL reference, 2 minibatches.
-- peer: the shape of ../shared/bench/peer_trl_grpo.py (TRL GRPOTrainer): 4-layer 128-wide GPT, vocab 260,
-  8 prompts x 8 completions x 64 new tokens without stopping, 32-token prompts, GRPO, no reference, 1 update.
---scoring packed times the reference forward (every row re-encodes its prompt) instead of the shared-prefix one.
+RL step: the time of one optimizer step, median of --steps steps after a first, warm-up one. Two shapes:
+- maze: the real step of the default `train.py --algo vpo` run, train.rl_step with RLConfig(algo="vpo") and a
+  default-size GPT (4 layers, 128 wide) with random weights, its copy as the KL reference: 8 prompts x 8
+  rollouts of m = 3 answers, maze prompts (117 tokens), VPO advantages (N = 100), the k3 KL reference, 2
+  minibatches. Every answer has its own room (sample.AnswerBudget: 36 tokens), so a completion is at most
+  3 x 36 + 2 forced separators = 110 tokens. With random weights <|end|> is about one draw in 260, so roughly
+  half the rows run to 110 and the others stop earlier (the script prints the mean length). The split comes
+  from timers this script wraps around the step's pieces (train.rollout, sample.generate,
+  train.shared_token_logprobs, vpo.policy_loss, the optimizer's step hooks) and removes afterwards: generate;
+  score (decoding and the task's rewards); forward (the policy's log-probs with gradients, the no-grad old and
+  reference passes, the loss); backward (and gradient clipping); optimizer; other (parsing, advantages,
+  packing, the step's log: the step's total minus the rest).
+- peer: the shape of bench/peer_trl_grpo.py (TRL GRPOTrainer). It is not a task of ours, so it has a small step
+  of its own here: 4-layer 128-wide GPT, vocab 260, 8 prompts x 8 completions x 64 new tokens without
+  stopping, 32-token random prompts, reward = the fraction of 'a' tokens, GRPO, no reference, 1 update. Split:
+  generate, score (rewards and advantages), forward, backward (and clipping), optimizer. --scoring packed
+  times its forward with every row re-encoding its prompt (model.pack) instead of the shared-prefix one.
 
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
@@ -26,17 +37,23 @@ is slow; tokens/s is a rate, so the two are comparable. "limit" is the time the 
 take at this machine's matmul rate, measured here with large fp32 (bf16 on CUDA) matmuls. Decoding a small
 model is also bound by memory: every new token reads its row's cached keys and values, so the script prints
 that floor too (bytes read / this machine's measured read bandwidth).
+
+Warm-start step (sft): sft.sft_step with SFTConfig(style="routes") on the default maze, --sft_batch_size
+demonstrations, each re-encoding its prompt (group 1) against 4 demonstrations per prompt sharing it (group 4).
 """
 import argparse
+import contextlib
+import copy
+import sys
 import time
 
 import numpy as np
 import torch
 
 import vpo
-from evaluate import answer_budget, completion_texts, prompt_ids
 from model import GPT, GPTConfig, pack, pack_shared, shared_token_logprobs, token_logprobs
-from sample import generate, generate_naive
+from runs.cli import Parser, UsageError, pick_device
+from sample import generate, generate_naive, prompt_ids
 from tasks import get_task
 from tasks import tokenizer as tok
 
@@ -88,12 +105,11 @@ def timed(fn, device):
     return out, time.perf_counter() - t0
 
 
-def pick_device(name):
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
 
 
+# ------------------------------------------------------------------------------------------------- sampler
 def bench_sampler(args):
     device = pick_device(args.device)
     torch.manual_seed(0)
@@ -133,80 +149,85 @@ def bench_sampler(args):
         print(f"cached / naive speed-up: {(n_cached / t_cached) / (n_naive / t_naive):.1f}x")
 
 
+# ----------------------------------------------------------------------------------------------- RL step
 class Phases:
-    """Wall time per named phase, the device synchronized at both ends: `with phases("forward"): ...`."""
+    """Wall time per named phase, the device synchronized at both ends: `with phases("forward"): ...`. Phases may
+    nest (the rollout's timer holds the sampler's)."""
 
     def __init__(self, device):
-        self.device, self.seconds, self.name = device, {}, None
+        self.device, self.seconds = device, {}
 
+    @contextlib.contextmanager
     def __call__(self, name):
-        self.name = name
-        return self
-
-    def __enter__(self):
         sync(self.device)
-        self.t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            sync(self.device)
+            self.add(name, time.perf_counter() - t0)
 
-    def __exit__(self, *exc):
-        sync(self.device)
-        self.seconds[self.name] = self.seconds.get(self.name, 0.0) + time.perf_counter() - self.t0
+    def add(self, name, seconds):
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
 
-def rl_step(model, ref_model, opt, prompts, G, new_tokens, stop, score, args, generator, device, budget=None):
-    """One RL step as train.rl_step takes it, phase by phase. score(gen) -> advantages (B*G,). -> seconds per phase"""
-    phases, amp = Phases(device), device.type == "cuda"
-    model.eval()
-    with phases("generate"):
-        gen = generate(model, prompts, new_tokens, G, 1.0, stop_token=stop, generator=generator,
-                       static=args.static, compile=args.compile, budget=budget)
-    with phases("score"):
-        adv = score(gen).to(device)                                                   # (B*G,)
-    model.train()
-    with phases("forward"):
-        tokens = gen.tokens
-        if args.scoring == "shared":
-            batch = pack_shared(prompts, tokens, G, tok.PAD_ID)
-            logprobs = lambda m, rows: shared_token_logprobs(m, batch.select(rows), 1.0, amp)
-        else:
-            idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
-            logprobs = lambda m, rows: token_logprobs(m, idx[rows], pos[rows], tokens[rows], 1.0, amp)
-        every = torch.arange(len(adv), device=device)
-        with torch.no_grad():
-            ref = logprobs(ref_model, every) if ref_model is not None else None
-            old = logprobs(model, every) if args.minibatches > 1 else None
-    for rows in every.chunk(args.minibatches):
+@contextlib.contextmanager
+def patched(module, name, value):
+    """module.name = value inside the block, the original restored after it (even on an error)."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+@contextlib.contextmanager
+def step_timers(phases, opt):
+    """Timers around the pieces of train.rl_step, set from outside it (the library is not changed, and all is
+    restored after the block): the rollout (train.rollout) and the sampler inside it (sample.generate), the
+    log-prob passes (train.shared_token_logprobs), the loss (vpo.policy_loss), and the optimizer's step (its pre-
+    and post-step hooks). Backward is the time from the end of a loss to the optimizer step that follows it:
+    zero_grad, backward, gradient clipping. Whatever else the step does is its total minus these."""
+    import sample
+    import train
+    device, mark, policy_loss = phases.device, {}, vpo.policy_loss
+
+    def timer(name, fn):
+        def wrapper(*a, **kw):
+            with phases(name):
+                return fn(*a, **kw)
+        return wrapper
+
+    def loss(*a, **kw):
         with phases("forward"):
-            logp = logprobs(model, rows)
-            loss, _ = vpo.policy_loss(logp, logp.detach() if old is None else old[rows], adv[rows],
-                                      gen.sampled[rows], ref_logprobs=None if ref is None else ref[rows],
-                                      kl_coef=1e-3 if ref is not None else 0.0)
-        with phases("backward"):
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        with phases("optimizer"):
-            opt.step()
-    return phases.seconds
+            out = policy_loss(*a, **kw)
+        mark["loss_end"] = time.perf_counter()
+        return out
 
+    def before_step(*_):
+        sync(device)
+        now = time.perf_counter()
+        phases.add("backward", now - mark.pop("loss_end", now))
+        mark["opt_start"] = now
 
-def time_rl(label, model, ref_model, prompts_fn, G, new_tokens, stop, score, args, device, budget=None):
-    """Median seconds per phase and per step over args.steps steps after a warm-up one; prints the split."""
-    opt = model.configure_optimizer(1e-4, device_type=device.type)
-    generator = torch.Generator(device=device).manual_seed(0)
-    runs = [rl_step(model, ref_model, opt, prompts_fn(s), G, new_tokens, stop, lambda gen: score(gen, s), args,
-                    generator, device, budget) for s in range(args.steps + 1)][1:]
-    median = lambda xs: sorted(xs)[len(xs) // 2]
-    names = ("generate", "score", "forward", "backward", "optimizer")
-    split = {n: median([r.get(n, 0.0) for r in runs]) for n in names}
-    total = median([sum(r.values()) for r in runs])
-    print(f"{label}: " + ", ".join(f"{n} {split[n]:.3f}" for n in names) + f" (median s of {len(runs)} steps)")
-    return total
+    def after_step(*_):
+        sync(device)
+        phases.add("optimizer", time.perf_counter() - mark.pop("opt_start"))
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(train, "rollout", timer("rollout", train.rollout)))
+        stack.enter_context(patched(sample, "generate", timer("generate", sample.generate)))
+        stack.enter_context(patched(train, "shared_token_logprobs", timer("forward", train.shared_token_logprobs)))
+        stack.enter_context(patched(vpo, "policy_loss", loss))
+        for hook in (opt.register_step_pre_hook(before_step), opt.register_step_post_hook(after_step)):
+            stack.callback(hook.remove)
+        yield
 
 
 def bench_rl(args):
     device = pick_device(args.device)
-    torch.manual_seed(0)
-    print(f"device={device}, threads={torch.get_num_threads()}, scoring={args.scoring}, static={args.static}")
+    print(f"device={device}, threads={torch.get_num_threads()}")
     if args.shape in ("both", "maze"):
         bench_rl_maze(args, device)
     if args.shape in ("both", "peer"):
@@ -214,58 +235,102 @@ def bench_rl(args):
 
 
 def bench_rl_maze(args, device):
-    """The default maze run: B=8 prompts x G=8 rollouts x m=3 answers, VPO, KL reference, 2 minibatches."""
-    task, m = get_task("maze"), 3
-    config = GPTConfig(vocab_size=tok.vocab_size, block_size=256, n_layer=4, n_head=4, n_embd=128)
-    model = GPT(config).to(device)
-    ref_model = GPT(config).to(device).eval().requires_grad_(False)
-    problems = lambda s: task.problems("train", 8, seed=s)
-    g_weights = torch.Generator().manual_seed(0)
+    """The default maze run's step, train.rl_step itself: B=8 prompts x G=8 rollouts x m=3 answers, VPO, KL
+    reference, 2 minibatches; a default-size GPT with random weights."""
+    import train
+    task = get_task("maze")
+    cfg = train.RLConfig(algo="vpo", minibatches=args.minibatches)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=256, n_layer=4, n_head=4, n_embd=128)).to(device)
+    ref_model = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None
+    # train.train's optimizer: the authors' AdamW (0.9, 0.999), weight decay 0.01
+    opt = model.configure_optimizer(cfg.lr, 0.01, (0.9, 0.999), device_type=device.type)
+    log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # as train.train
+    model.train()
+    runs, rows = [], []
+    for step in range(args.steps + 1):
+        phases = Phases(device)
+        with step_timers(phases, opt):
+            row, total = timed(lambda: train.rl_step(model, model, ref_model, opt, task, cfg, step, log_weights,
+                                                     device), device)
+        s = phases.seconds
+        split = {"generate": s.get("generate", 0.0), "score": s.get("rollout", 0.0) - s.get("generate", 0.0),
+                 "forward": s.get("forward", 0.0), "backward": s.get("backward", 0.0),
+                 "optimizer": s.get("optimizer", 0.0)}
+        split["other"] = total - sum(split.values())
+        runs.append((split, total))
+        rows.append(row)
+    runs, rows = runs[1:], rows[1:]  # the first step warms up
+    names = ("generate", "score", "forward", "backward", "optimizer", "other")
+    m = cfg.num_answers
+    prompt_len = len(prompt_ids(task, task.problems("train", 1, seed=0)[0], m))
+    print(f"maze step, train.rl_step (8 prompts x 8 rollouts x m={m}, prompts {prompt_len} tokens, <= "
+          f"{task.max_new_tokens(m)} new = {m} x {task.answer_tokens} + {m - 1} forced separators, VPO "
+          f"N={cfg.num_weights}, KL ref, {cfg.minibatches} minibatches): "
+          + ", ".join(f"{n} {median([r[n] for r, _ in runs]):.3f}" for n in names)
+          + f" (median s of {len(runs)} steps)")
+    print(f"  completions: {median([r['completion_tokens'] for r in rows]):.1f} tokens on average; "
+          f"{median([r['forced_rate'] for r in rows]):.2f} of the non-final answers closed by a forced separator")
+    print(f"rl step (maze, default run): {median([t for _, t in runs]):.3f} s "
+          f"(train.rl_step's own step_seconds: {median([r['step_seconds'] for r in rows]):.3f} s)")
 
-    maze_prompts = lambda s: [prompt_ids(task, p, m) for p in problems(s)]
 
-    def maze_score(gen, s):
-        scored = [task.score_rollouts(p, texts, m) for p, texts in zip(problems(s), _chunks(completion_texts(gen), 8))]
-        rewards, mask = (torch.from_numpy(np.stack(x)) for x in zip(*scored))              # (B, G, m, D), (B, G, m)
-        return vpo.vpo_advantages(rewards, mask, 100, 1.0, g_weights)[0].reshape(-1)
-
-    t_maze = time_rl(f"maze step (8 x 8 x m=3, prompts {len(maze_prompts(0)[0])}, <= {task.max_new_tokens(m)} new, "
-                     "KL ref, 2 minibatches)", model, ref_model,
-                     maze_prompts, 8, task.max_new_tokens(m), tok.END_ID, maze_score, args, device,
-                     answer_budget(task, m))
-    print(f"rl step (maze, default run): {t_maze:.3f} s")
+def peer_step(model, opt, prompts, G, new_tokens, args, generator, device):
+    """One GRPO step at the TRL peer's shape, phase by phase: sample G completions of new_tokens tokens (no stop
+    token) per prompt, reward = the fraction of 'a' tokens, group-normalized advantages, one update, no
+    reference. -> seconds per phase"""
+    phases, amp = Phases(device), device.type == "cuda"
+    model.eval()
+    with phases("generate"):
+        gen = generate(model, prompts, new_tokens, G, 1.0, generator=generator, static=args.static,
+                       compile=args.compile)
+    with phases("score"):
+        reward = (gen.tokens == ord("a")).float().mean(1).view(len(prompts), G, 1).cpu()  # (B, G, D=1)
+        adv = vpo.grpo_advantages(reward, [1.0])[0].reshape(-1).to(device)              # (B*G,)
+    model.train()
+    with phases("forward"):
+        tokens = gen.tokens
+        if args.scoring == "shared":
+            logp = shared_token_logprobs(model, pack_shared(prompts, tokens, G, tok.PAD_ID), 1.0, amp)
+        else:
+            idx, pos = pack([p for p in prompts for _ in range(G)], tokens, tok.PAD_ID)
+            logp = token_logprobs(model, idx, pos, tokens, 1.0, amp)
+        loss, _ = vpo.policy_loss(logp, logp.detach(), adv, gen.sampled)
+    with phases("backward"):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    with phases("optimizer"):
+        opt.step()
+    return phases.seconds
 
 
 def bench_rl_peer(args, device):
-    """The TRL peer's shape: GRPO, reward = fraction of 'a', no reference, one update."""
+    """The shape of TRL GRPOTrainer in bench/peer_trl_grpo.py (not a task of ours): GRPO, reward = fraction of
+    'a', no reference, one update."""
+    torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=260, block_size=256, n_layer=4, n_head=4, n_embd=128)).to(device)
-    g = torch.Generator().manual_seed(0)
-    peer_prompts = lambda s: torch.randint(0, 250, (8, 32), generator=g).tolist()
-
-    def peer_score(gen, s):
-        reward = (gen.tokens == ord("a")).float().mean(1).view(8, 8, 1).cpu()
-        return vpo.grpo_advantages(reward, [1.0])[0].reshape(-1)
-
-    peer_args = argparse.Namespace(**{**vars(args), "minibatches": 1})
-    t_peer = time_rl("peer step (8 x 8 x 64 new, prompts 32, no ref, 1 update)", model, None, peer_prompts, 8, 64,
-                     None, peer_score, peer_args, device)
+    opt = model.configure_optimizer(1e-4, 0.0, (0.9, 0.999), device_type=device.type)  # the peer's AdamW
+    g, generator = torch.Generator().manual_seed(0), torch.Generator(device=device).manual_seed(0)
+    runs = [peer_step(model, opt, torch.randint(0, 250, (8, 32), generator=g).tolist(), 8, 64, args, generator,
+                      device) for _ in range(args.steps + 1)][1:]
+    names = ("generate", "score", "forward", "backward", "optimizer")
+    t_peer = median([sum(r.values()) for r in runs])
+    print(f"peer step, the TRL GRPOTrainer shape of bench/peer_trl_grpo.py (8 prompts x 8 completions x 64 new, "
+          f"prompts 32, GRPO, no ref, 1 update; scoring={args.scoring}, static={args.static}): "
+          + ", ".join(f"{n} {median([r.get(n, 0.0) for r in runs]):.3f}" for n in names)
+          + f" (median s of {len(runs)} steps)")
     # the FLOPs of this step: 64 rows x 64 sampled tokens, then one forward (8 prompts x 31 + 64 rows x 64
     # tokens) and its backward (2x the forward)
     gen_flops = 64 * sum(model.flops_per_token(32 + t) for t in range(64))
     fwd_flops = (8 * 31 + 64 * 64) * model.flops_per_token(32 + 32)
     floor = (gen_flops + 3 * fwd_flops) / matmul_flops_per_s(device)
     print(f"FLOP floor of this step at this machine's matmul rate: {floor:.3f} s ({t_peer / floor:.1f}x)")
-    print(f"rl step (peer shape): {t_peer:.3f} s")
+    print(f"rl step (peer shape, TRL GRPOTrainer's): {t_peer:.3f} s")
 
 
-def _chunks(xs, n):
-    return [xs[i:i + n] for i in range(0, len(xs), n)]
-
-
+# ---------------------------------------------------------------------------------------- tasks and sft
 def bench_tasks(args):
-    import numpy as np
-
-    from tasks import get_task
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     for name in ("maze", "code"):
@@ -293,56 +358,69 @@ def bench_tasks(args):
 
 
 def bench_sft(args):
-    """One warm-start step (64 demonstrations of the default maze, routes style) with each demonstration
-    re-encoding its prompt (--sft_group 1) against 4 demonstrations per prompt sharing it (the default)."""
-    import train
-    from sft import sft_step
-    from tasks import get_task
+    """One warm-start step (--sft_batch_size demonstrations of the default maze, routes style) with each
+    demonstration re-encoding its prompt (group 1) against 4 demonstrations per prompt sharing it (group 4)."""
+    from sft import SFTConfig, new_model, sft_step
     device = pick_device(args.device)
     task = get_task("maze")
+    config = GPTConfig(vocab_size=tok.vocab_size, block_size=256, n_layer=4, n_head=4, n_embd=128)
     times = {}
     for group in (1, 4, 1, 4):  # interleaved, so both see the same machine
-        targs = train.get_parser().parse_args(["--sft_group", str(group), "--warm_start", "routes"])
-        targs.algo = "sft"
-        model = train.new_model(targs, device)
-        opt = model.configure_optimizer(targs.sft_lr, 0.0, (0.9, 0.95), device_type=device.type)
+        cfg = SFTConfig(batch_size=args.sft_batch_size, group=group, style="routes")
+        model = new_model(config, cfg.base_seed, device)
+        opt = model.configure_optimizer(cfg.lr, 0.0, (0.9, 0.95), device_type=device.type)  # as sft.train_base
+        model.train()
         ts = []
         for step in range(args.steps + 1):
-            t0 = time.perf_counter()
-            sft_step(model, model, opt, task, targs, step, device)
-            sync(device)
-            ts.append(time.perf_counter() - t0)
-        times.setdefault(group, []).append(sorted(ts[1:])[len(ts[1:]) // 2])
+            _, t = timed(lambda: sft_step(model, model, opt, task, cfg, step, device), device)
+            ts.append(t)
+        times.setdefault(group, []).append(median(ts[1:]))
     for group, ts in times.items():
-        print(f"warm-start step, --sft_group {group}: " + ", ".join(f"{t:.3f} s" for t in ts) + " (median per run)")
-    print(f"speed-up of --sft_group 4: " + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[4])))
+        print(f"warm-start step, {args.sft_batch_size} demonstrations, group {group}: "
+              + ", ".join(f"{t:.3f} s" for t in ts) + " (median per run)")
+    print(f"speed-up of group 4: " + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[4])))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def get_parser():
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["sampler", "rl", "sft", "tasks"], help="which benchmark")
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: cuda if there is one")
+    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default), as the peers'")
-    ap.add_argument("--static", action="store_true", help="fixed-shape decode steps (sample.generate static=True)")
+    ap.add_argument("--static", action="store_true",
+                    help="sampler, rl peer shape: fixed-shape decode steps (sample.generate static=True)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the fixed-shape decode step (with --static)")
-    ap.add_argument("--steps", type=int, default=3, help="rl: timed steps (after one warm-up step)")
+    ap.add_argument("--steps", type=int, default=3, help="rl, sft: timed steps (after one warm-up step)")
     ap.add_argument("--shape", default="both", choices=["both", "maze", "peer"], help="rl: which step shapes")
-    ap.add_argument("--minibatches", type=int, default=2, help="rl, maze shape: updates per step")
+    ap.add_argument("--minibatches", type=int, default=2, help="rl, maze shape: updates per step (RLConfig)")
     ap.add_argument("--scoring", default="shared", choices=["shared", "packed"],
-                    help="rl: shared-prefix training forward, or the packed reference")
-    ap.add_argument("--prompts", type=int, default=64, help="prompts per batch")
-    ap.add_argument("--samples", type=int, default=8, help="samples per prompt")
-    ap.add_argument("--new_tokens", type=int, default=128, help="new tokens per sample")
-    ap.add_argument("--prompt_len", type=int, default=100, help="prompt length in tokens")
-    ap.add_argument("--naive_prompts", type=int, default=1, help="prompts timed with the naive sampler (0: skip)")
-    ap.add_argument("--n_layer", type=int, default=GPTConfig.n_layer, help="model depth")
-    ap.add_argument("--n_head", type=int, default=GPTConfig.n_head, help="attention heads")
-    ap.add_argument("--n_embd", type=int, default=GPTConfig.n_embd, help="model width")
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    {"sampler": bench_sampler, "rl": bench_rl, "sft": bench_sft, "tasks": bench_tasks}[args.what](args)
+                    help="rl, peer shape: shared-prefix training forward, or the packed reference")
+    ap.add_argument("--sft_batch_size", type=int, default=64, help="sft: demonstrations per step (a multiple of 4)")
+    ap.add_argument("--prompts", type=int, default=64, help="sampler: prompts per batch")
+    ap.add_argument("--samples", type=int, default=8, help="sampler: samples per prompt")
+    ap.add_argument("--new_tokens", type=int, default=128, help="sampler: new tokens per sample")
+    ap.add_argument("--prompt_len", type=int, default=100, help="sampler: prompt length in tokens")
+    ap.add_argument("--naive_prompts", type=int, default=1, help="sampler: prompts timed with the naive one (0: skip)")
+    ap.add_argument("--n_layer", type=int, default=GPTConfig.n_layer, help="sampler: model depth")
+    ap.add_argument("--n_head", type=int, default=GPTConfig.n_head, help="sampler: attention heads")
+    ap.add_argument("--n_embd", type=int, default=GPTConfig.n_embd, help="sampler: model width")
+    return ap
+
+
+def main(argv=None):
+    try:
+        args = get_parser().parse_args(argv)
+        if args.steps < 1 or args.minibatches < 1 or args.sft_batch_size < 4 or args.sft_batch_size % 4:
+            raise UsageError("--steps and --minibatches must be >= 1, --sft_batch_size a positive multiple of 4")
+        if args.compile and not args.static:
+            raise UsageError("--compile needs --static (a decode step of fixed shapes)")
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        {"sampler": bench_sampler, "rl": bench_rl, "sft": bench_sft, "tasks": bench_tasks}[args.what](args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
