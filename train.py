@@ -35,7 +35,7 @@ from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, load_model, number, \
     set_deterministic
 from runs.dirs import base_dir, create_run_dir, save_run_checkpoint, truncate_logs
-from runs.seeding import step_seed
+from runs.seeding import prompt_weights, step_seed
 from sample import rollout, slot_rewards
 from sft import SFTConfig, new_model, train_base, warm_start
 from tasks import TASKS
@@ -51,122 +51,98 @@ POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
 def get_parser():
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument_group("run")
-    a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method")
+    a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method (vpo.METHODS, or sft alone)")
     a.add_argument("--task", default="maze", choices=TASKS, help="vector-reward task")
     a.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="task constructor option, e.g. size=9 for maze or num_tests=16 for code (repeatable)")
+                   help="task option, e.g. num_tests=16 for code or answer_tokens=40 for any task (repeatable)")
     a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
     a.add_argument("--init", default=None, help="start from this checkpoint instead of the cached warm start")
-    a.add_argument("--resume", action="store_true",
-                   help=f"continue the run in its directory with its saved settings; only "
-                        f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
+    a.add_argument("--resume", action="store_true", help=f"continue the run with its saved settings; only "
+                   f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
     a.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
-    a.add_argument("--ckpt_every", type=number(int, 0), default=25,
-                   help="also checkpoint every this many steps, warm start included (0: at evaluations only)")
+    a.add_argument("--ckpt_every", type=number(int, 0), default=25, help="also checkpoint every N steps, warm start too")
     a.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     a.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                    help="auto: bf16 autocast on CUDA, fp32 elsewhere")
     a.add_argument("--compile", action="store_true", help="torch.compile the training forward (opt-in)")
-    a.add_argument("--deterministic", action="store_true",
-                   help="CUDA: deterministic kernels (torch.use_deterministic_algorithms, CUBLAS_WORKSPACE_CONFIG); "
-                        "slower. On CPU runs are deterministic without it")
+    a.add_argument("--deterministic", action="store_true", help="CUDA: deterministic kernels (slower)")
     a = p.add_argument_group("model (used when training a base from scratch)")
     a.add_argument("--n_layer", type=COUNT, default=4, help="transformer blocks")
     a.add_argument("--n_head", type=COUNT, default=4, help="attention heads")
     a.add_argument("--n_embd", type=COUNT, default=128, help="model width")
     a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
-    a = p.add_argument_group("warm start (supervised on demonstrations)")
+    a = p.add_argument_group("warm start (supervised on demonstrations, sft.py)")
     a.add_argument("--sft_steps", type=COUNT, default=300, help="supervised steps")
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
-    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
-                   help="peak learning rate (warmup, cosine to 10%%)")
-    a.add_argument("--sft_group", type=COUNT, default=1,
-                   help="demonstrations per problem in a batch (its prompt is encoded once for them)")
+    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3, help="peak lr (cosine to 10%%)")
+    a.add_argument("--sft_group", type=COUNT, default=1, help="demonstrations per problem in a batch")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
-                   help="demonstrations: diverse (answers that cover the trade-offs) or routes (maze: valid routes "
-                        "chosen without looking at the items, so the base is never shown which routes score well); "
-                        "auto: routes where the task has them (the paper's regime), else diverse")
+                   help="diverse (answers that cover the trade-offs) or routes (maze: routes chosen without looking "
+                        "at the items); auto: routes where the task has them, else diverse")
     a = p.add_argument_group("RL")
     a.add_argument("--steps", type=COUNT, default=150, help="RL steps")
     a.add_argument("--batch_size", type=COUNT, default=8, help="prompts per step")
-    a.add_argument("--group_size", type=number(int, 2), default=8,
-                   help="G: rollouts per prompt (>= 2: advantages compare rollouts)")
-    a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout for vpo and multi_rlvr")
-    a.add_argument("--match_budget", action="store_true",
-                   help="single-answer methods get m x group_size rollouts: the same answers per prompt as VPO")
+    a.add_argument("--group_size", type=number(int, 2), default=8, help="G: rollouts per prompt (>= 2)")
+    a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout of the set methods")
+    a.add_argument("--match_budget", action="store_true", help="single-answer methods get m x G rollouts")
     a.add_argument("--num_weights", type=COUNT, default=100, help="N: weight draws per prompt (VPO)")
     a.add_argument("--alpha", type=POSITIVE, default=1.0, help="Dirichlet concentration of the weights")
     a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
-    a.add_argument("--max_at_k", type=int, default=None, help="k of --algo max_at_k (default max(2, G // 2), < G)")
+    a.add_argument("--max_at_k", type=int, default=None, help="k of max_at_k (default max(2, G // 2), < G)")
     a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
-    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5,
-                   help="AdamW learning rate of RL (constant after --warmup_steps, as the authors')")
-    a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup of RL, in steps")
-    a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999,
-                   help="AdamW beta2 of RL (the authors' 0.999; the warm start uses 0.95)")
-    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01,
-                   help="AdamW weight decay of RL (the authors' 0.01; the warm start uses none)")
+    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5, help="AdamW learning rate (constant)")
+    a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup, in steps")
+    a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999, help="AdamW beta2 (the authors')")
+    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01, help="AdamW weight decay (the authors')")
     a.add_argument("--temperature", type=POSITIVE, default=1.0, help="rollout sampling temperature")
     a.add_argument("--kl_coef", type=NONNEGATIVE, default=1e-3, help="k3 KL to the frozen base, as a loss term")
     a.add_argument("--clip", type=POSITIVE, default=0.2, help="PPO clip range (low and high)")
-    a.add_argument("--dual_clip", type=number(float, above=1), default=3.0,
-                   help="dual-clip constant c > 1 for negative advantages")
+    a.add_argument("--dual_clip", type=number(float, above=1), default=3.0, help="dual clip c > 1 (A < 0)")
     a.add_argument("--agg", default="token-mean", choices=vpo.AGGS, help="loss aggregation over tokens")
     a.add_argument("--minibatches", type=COUNT, default=2, help="updates per step (one PPO epoch)")
     a.add_argument("--grad_clip", type=POSITIVE, default=1.0, help="gradient-norm clip (warm start too)")
     a = p.add_argument_group("evaluation")
-    a.add_argument("--eval_every", type=number(int, 0), default=50,
-                   help="evaluate (and checkpoint) every this many steps (0: at the end)")
+    a.add_argument("--eval_every", type=number(int, 0), default=50, help="evaluate every N steps (0: at the end)")
     a.add_argument("--eval_problems", type=PROBLEMS, default=64, help="held-out test problems")
     a.add_argument("--eval_answers", type=COUNT, default=96, help="answers sampled per test problem")
     a.add_argument("--eval_temperature", type=NONNEGATIVE, default=0.7, help="sampling temperature at evaluation")
-    a.add_argument("--keep_eval_ckpts", action="store_true",
-                   help="also keep the weights of every mid-run evaluation (ckpt-step<N>.pt, no optimizer)")
-    a.add_argument("--no_base_eval", action="store_true",
-                   help="skip the final evaluation of the starting checkpoint (reproduce.py evaluates each base once)")
+    a.add_argument("--keep_eval_ckpts", action="store_true", help="keep the weights of every mid-run evaluation")
+    a.add_argument("--no_base_eval", action="store_true", help="skip the final evaluation of the starting model")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
 @dataclass(frozen=True)
 class RLConfig:
-    """What one RL step reads (the RL flags of train.py, same names)."""
+    """What one RL step reads: the RL flags of train.py, same names and defaults."""
     algo: str = "vpo"
     seed: int = 0
-    batch_size: int = 8
-    group_size: int = 8
-    num_answers: int = 3
+    batch_size: int = 8                        # B prompts per step
+    group_size: int = 8                        # G rollouts per prompt (x m with match_budget, single-answer)
+    num_answers: int = 3                       # m answers per rollout of the set methods
     match_budget: bool = False
-    num_weights: int = 100
-    alpha: float = 1.0
+    num_weights: int = 100                     # N weight draws per prompt (VPO)
+    alpha: float = 1.0                         # Dirichlet concentration
     weight_sampler: str = "iid"
     max_at_k: Optional[int] = None
-    scale: str = "group"
+    scale: str = "group"                       # the advantage's std: group, batch or none
     lr: float = 3e-5
     warmup_steps: int = 0
-    temperature: float = 1.0
+    temperature: float = 1.0                   # rollouts, and the log-probs of the loss
     kl_coef: float = 1e-3
     clip: float = 0.2
     dual_clip: float = 3.0
     agg: str = "token-mean"
-    minibatches: int = 2
+    minibatches: int = 2                       # one PPO epoch in this many updates
     grad_clip: float = 1.0
-    dtype: str = "auto"
+    dtype: str = "auto"                        # float32: no bf16 autocast on CUDA
 
     @classmethod
     def from_args(cls, args):
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
-
-
-def prompt_weights(seed, stream, step, B, N, D, alpha=1.0, sampler="iid"):
-    """N weight vectors w ~ Dir(alpha) for each of the step's B prompts, prompt b's from its own seed
-    (seed, stream, step, b): the same draws whichever process holds the prompt. -> (B, N, D)"""
-    def generator(b):
-        return torch.Generator().manual_seed(step_seed(seed, stream, step, b))
-    return torch.cat([vpo.sample_weights(1, N, D, alpha, generator(b), sampler) for b in range(B)])
 
 
 def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, device):

@@ -91,24 +91,18 @@ def step_table(runs, key, ks, bases):
 
 
 def scalar_step_table(runs, keys, bases):
-    """Scalar metrics (diversity, valid rate, ...) per arm and evaluation step, mean ± std over seeds."""
+    """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
+    def get(metrics, key, k):
+        return metrics.get(key) if k is None else value(metrics, key, k)
     rows = []
     for label, rs in runs.items():
         base = bases.get(rs[0]["summary"]["metrics"]["m"])
         if base:
-            rows.append([label, "0 (base)", "-"] + [pm([_scalar(base, key)]) for key, _ in keys])
+            rows.append([label, "0 (base)", "-"] + [pm([get(base, key, k)]) for key, k, _ in keys])
         for step in eval_steps(rs):
             ms = [at_step(r, step) for r in rs if at_step(r, step)]
-            rows.append([label, str(step), str(len(ms))] + [pm([_scalar(m, key) for m in ms]) for key, _ in keys])
-    return table(["method", "step", "seeds"] + [name for _, name in keys], rows)
-
-
-def _scalar(metrics, key):
-    """metrics[key], or key = 'name@k' for metrics[name][k]."""
-    if "@" in key and key.split("@")[-1].isdigit():
-        name, k = key.rsplit("@", 1)
-        return value(metrics, name + "@k", int(k))
-    return metrics.get(key)
+            rows.append([label, str(step), str(len(ms))] + [pm([get(m, key, k) for m in ms]) for key, k, _ in keys])
+    return table(["method", "step", "seeds"] + [name for _, _, name in keys], rows)
 
 
 def other_table(runs, task, bases=(), k=48):
@@ -172,9 +166,9 @@ def write_report(cfg, out, title, figures=True):
         lines += step_table(runs, "best@k", KS[1:], bases) + [""]
         lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k")
         lines += ["Diversity and the answers at each evaluation step (48 answers per maze):", ""]
-        lines += scalar_step_table(runs, [("diversity", "diversity"), ("valid_rate", "valid"),
-                                          ("distinct_rate", "distinct"), ("pass@48", "pass@48 (reach E)"),
-                                          ("E_w[best@48]", "E_w[best@48]"), ("pareto_frac", "Pareto frac.")],
+        lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
+                                          ("distinct_rate", None, "distinct"), ("pass@k", 48, "pass@48 (reach E)"),
+                                          ("E_w[best@k]", 48, "E_w[best@48]"), ("pareto_frac", None, "Pareto frac.")],
                                    bases) + [""]
         for other in ("Max@k", "Multi-RLVR"):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k")

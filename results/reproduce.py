@@ -132,7 +132,8 @@ def main(argv=None):
         return 2
     from results.report import write_report
     cfg = QUICK if args.quick else FULL
-    title = "python -m results.reproduce" + " ".join(["", *(argv if argv is not None else sys.argv[1:])])
+    given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # --report only rewrites
+    title = "python -m results.reproduce" + " ".join(["", *given])
     t0 = time.perf_counter()
     failed = []
     if not args.report:
