@@ -4,7 +4,7 @@ Rollouts on task prompts, and the evaluation of a policy on held-out problems.
     from evaluate import evaluate
     metrics, pools = evaluate(model, task, task.problems("test", 64, seed=0), m=3, ks=[3, 6, 12, 24, 48])
 
-Metrics (VPO.md, "Metrics"), each averaged over problems; k counts answers, so a model writing m answers per
+Metrics (docs/paper.md, "Training and evaluation setup"; docs/metrics.md), each averaged over problems; k counts answers, so a model writing m answers per
 rollout draws k/m rollouts and a single-answer model k rollouts: the same answer budget for every method.
     best@k         exact E[max of k answers' deployment scalar w*^T r], drawn as k/m whole rollouts  metrics.best_at_k
     pooled_best@k  the authors' definition: all answers of a problem in one pool, k drawn from it
@@ -31,75 +31,12 @@ import sys
 import numpy as np
 import torch
 
-import dist
-from metrics import best_at_k, diversity, expected_best_at_k, pareto_metrics
 import vpo
-from sample import AnswerBudget, generate, prompt_uniforms, step_seed
+from metrics import best_at_k, diversity, expected_best_at_k, pareto_metrics
+from runs import dist
+from runs.seeding import step_seed
+from sample import rollout, slot_rewards
 from tasks import Task
-from tasks import tokenizer as tok
-
-
-def weights_line(weights):
-    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
-    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
-
-
-def prompt_ids(task, problem, m, weights=None):
-    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
-    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, VPO.md "Baselines")."""
-    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
-    return [tok.BOS_ID] + tok.encode(text)
-
-
-def completion_texts(gen):
-    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
-    texts = []
-    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
-        ids = [t for t, keep in zip(row, mask) if keep]
-        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
-    return texts
-
-
-def answer_budget(task, m):
-    """Every answer of an m-answer completion gets the task's single-answer room (sample.AnswerBudget)."""
-    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
-
-
-def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
-            amp=True):
-    """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
-    prompt, or one per problem (B, D): written into the prompts (goal-conditioned). seeds: one per problem, for
-    per-prompt sampling streams (sample.prompt_uniforms), else the one generator. amp: bf16 autocast on CUDA.
-
-    -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
-    if weights is not None and np.ndim(weights) == 1:
-        weights = [weights] * len(problems)
-    prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
-    T = task.max_new_tokens(m)
-    uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
-    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
-                   generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
-    texts = completion_texts(gen)
-    G = num_samples
-    scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]
-    rewards = torch.from_numpy(np.stack([r for r, _ in scored]))
-    mask = torch.from_numpy(np.stack([a for _, a in scored]))
-    return gen, prompts, texts, rewards, mask
-
-
-def slot_rewards(rewards, mask, answers):
-    """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
-    (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
-    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
-    out = rewards.clone()
-    for g, row in enumerate(answers):
-        first = {}
-        for j, a in enumerate(row):
-            if mask[g, j]:
-                first[a] = j
-            elif a in first:
-                out[g, j] = rewards[g, first[a]]
-    return out
 
 
 def _has_hidden_tests(task):
@@ -212,7 +149,7 @@ def format_table(metrics, label=""):
 def report(directory, task, ks, results, label, summary):
     """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures, and print
     the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
-    from plots import plot_best_at_k, plot_curves, plot_scatter
+    from runs.plots import plot_best_at_k, plot_curves, plot_scatter
     metrics, pools = results[label]
     summary = {**summary, "metrics": metrics, "base_metrics": results.get("base", (None,))[0],
                "pools": [p.tolist() for p in pools]}
@@ -233,7 +170,7 @@ def report(directory, task, ks, results, label, summary):
 
 
 def main(argv=None):
-    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
     ap = Parser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=PROBLEMS, default=64, help="held-out test problems")

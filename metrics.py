@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from vpo import _check, _masked_max  # one place for bad-input errors and the max over valid answers
+from vpo import check_arg, masked_max  # one place for bad-input errors and the max over valid answers
 
 
 def _f64(x):
@@ -36,15 +36,15 @@ def _bool(mask, shape, arg="mask"):
     if mask is None:
         return None
     mask = torch.as_tensor(mask).detach().cpu().bool()
-    _check(mask.shape == shape, arg, f"shape {tuple(shape)}", tuple(mask.shape))
+    check_arg(mask.shape == shape, arg, f"shape {tuple(shape)}", tuple(mask.shape))
     return mask
 
 
 def pass_at_k(n, c, k):
     """Unbiased pass@k (Chen et al. 2021) over n answers, c correct: 1 - C(n-c, k) / C(n, k), computed stably as
     1 - prod_{i=n-c+1}^{n} (1 - k/i); 1 when n - c < k (every k-subset holds a correct answer)."""
-    _check(0 <= c <= n, "c", f"in [0, n] (n = {n})", c)
-    _check(1 <= k <= n, "k", f"in [1, n] (n = {n})", k)
+    check_arg(0 <= c <= n, "c", f"in [0, n] (n = {n})", c)
+    check_arg(1 <= k <= n, "k", f"in [1, n] (n = {n})", k)
     if n - c < k:
         return 1.0
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
@@ -67,15 +67,15 @@ def _expected_max(values, k):
 
 def _rollout_draws(k, m, n_rollouts):
     """k answers = k/m whole rollouts of m answers."""
-    _check(k >= 1 and k % m == 0, "k", f"a positive multiple of m = {m}", k)
-    _check(k // m <= n_rollouts, "k", f"at most m * n_rollouts = {m} * {n_rollouts}", k)
+    check_arg(k >= 1 and k % m == 0, "k", f"a positive multiple of m = {m}", k)
+    check_arg(k // m <= n_rollouts, "k", f"at most m * n_rollouts = {m} * {n_rollouts}", k)
     return k // m
 
 
 def _pool(scores, mask, k):
     """Every answer of scores (..., n_rollouts, m) one member of a pool (..., n_rollouts * m); masked ones score 0."""
     pool = (scores if mask is None else scores.masked_fill(~mask, 0.0)).flatten(-2)
-    _check(1 <= k <= pool.shape[-1], "k", f"in [1, {pool.shape[-1]}] (the answers in the pool)", k)
+    check_arg(1 <= k <= pool.shape[-1], "k", f"in [1, {pool.shape[-1]}] (the answers in the pool)", k)
     return pool
 
 
@@ -97,20 +97,20 @@ def best_at_k(scores, k, m=None, mask=None, pooled=False):
     mask = _bool(mask, s.shape)
     if s.dim() == 1:
         s, mask = s[:, None], None if mask is None else mask[:, None]
-    _check(s.dim() == 2, "scores", "(n,) or (n_rollouts, m)", tuple(s.shape))
-    _check(m is None or m == s.shape[1], "m", f"scores.shape[1] = {s.shape[1]}", m)
+    check_arg(s.dim() == 2, "scores", "(n,) or (n_rollouts, m)", tuple(s.shape))
+    check_arg(m is None or m == s.shape[1], "m", f"scores.shape[1] = {s.shape[1]}", m)
     if pooled:
         return float(_expected_max(_pool(s, mask, k), k))
     draws = _rollout_draws(k, s.shape[1], s.shape[0])
-    return float(_expected_max(_masked_max(s, mask), draws))
+    return float(_expected_max(masked_max(s, mask), draws))
 
 
 def expected_best(reward_vectors, weights):
     """E_w max_y w^T r(y) of one pool: (1/N) sum_n max_i w_n^T r_i; reward_vectors (n, D), weights (N, D).
     An empty pool scores 0."""
     r, w = _f64(reward_vectors), _f64(weights)
-    _check(r.dim() == 2 and w.dim() == 2 and r.shape[1] == w.shape[1], "reward_vectors/weights",
-           "(n, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    check_arg(r.dim() == 2 and w.dim() == 2 and r.shape[1] == w.shape[1], "reward_vectors/weights",
+              "(n, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
     return 0.0 if len(r) == 0 else float((w @ r.T).amax(dim=-1).mean())
 
 
@@ -125,13 +125,13 @@ def expected_best_at_k(rewards, k, weights, mask=None, pooled=False):
     mask = _bool(mask, r.shape[:-1])
     if r.dim() == 2:
         r, mask = r[:, None], None if mask is None else mask[:, None]
-    _check(r.dim() == 3 and w.dim() == 2 and r.shape[2] == w.shape[1], "rewards/weights",
-           "(n_rollouts, m, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
+    check_arg(r.dim() == 3 and w.dim() == 2 and r.shape[2] == w.shape[1], "rewards/weights",
+              "(n_rollouts, m, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
     scores = torch.einsum("gmd,nd->ngm", r, w)                                       # w_n^T r(y): (N, n_rollouts, m)
     if pooled:
         return float(_expected_max(_pool(scores, mask, k), k).mean())
     draws = _rollout_draws(k, r.shape[1], r.shape[0])
-    return float(_expected_max(_masked_max(scores, mask), draws).mean())             # per rollout: (N, n_rollouts)
+    return float(_expected_max(masked_max(scores, mask), draws).mean())             # per rollout: (N, n_rollouts)
 
 
 def diversity(reward_vectors, mask=None):

@@ -1,5 +1,5 @@
 """
-Batched sampling with a KV cache: the hot loop of RL.
+Batched sampling with a KV cache, and the rollout (sample, then score): the hot loop of RL.
 
     out = generate(model, prompts, max_new_tokens=64, num_samples=8, temperature=1.0, stop_token=END_ID,
                    generator=torch.Generator().manual_seed(0))
@@ -8,12 +8,12 @@ Batched sampling with a KV cache: the hot loop of RL.
     out.logprobs # (P * num_samples, T) log-prob of each sampled token under the sampling distribution
 
 How it works: the P prompts are left-padded to a common length and prefilled once, at batch P; their keys and
-values stay in the cache once and are shared by the num_samples rows of each prompt (model.KVCache). Every one
+values stay in the cache once and are shared by the num_samples rows of each prompt (KVCache). Every one
 of the P * num_samples rows samples its own first token from the prefill logits (a shared first token would give every rollout of a group the same start). Each step feeds one
 token per row; a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later
 tokens are masked out. The mask comes from positions (the index of each row's first stop), never from ids.
 The loop reads back from the device only whether all rows have stopped, every check_every tokens; masks and
-positions are computed once per call (model.KVCache), and the head runs in fp32. static=True gives a decode step
+positions are computed once per call (KVCache), and the head runs in fp32. static=True gives a decode step
 of fixed shapes for torch.compile or CUDA graphs (opt-in; on CPU it measured slower than the eager loop, since
 it reads the whole preallocated cache at every step).
 
@@ -25,9 +25,14 @@ answer can never take the others' tokens. With m = 1 nothing is forced: the same
 generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
 a time. At temperature 0 both must produce the same tokens (tests/test_model_sample.py).
 
+The rollout: gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, temperature, seeds=...)
+writes each problem's prompt, samples G completions of m answers (every answer in its own room), and scores
+them with the task: rewards (B, G, m, D), mask (B, G, m) of the valid answers (Task.score_rollouts).
+
 Command line (prints samples from a checkpoint trained by train.py):
     python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
 """
+import math
 import sys
 from dataclasses import dataclass
 
@@ -35,13 +40,110 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import KVCache, autocast, left_pad
+from model import autocast, left_pad, prefill_mask, prefill_positions
+from tasks import tokenizer as tok
 
 
-def step_seed(*parts):
-    """A deterministic 32-bit seed for one draw of one phase, e.g. (seed, stream, step, prompt index): nothing to
-    save, nothing to drift on resume, and the same for a prompt whichever process or batch it lands in."""
-    return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
+class KVCache:
+    """Keys and values for sampling S continuations of each of P prompts, preallocated.
+
+    The prompts are stored once, the continuations once per row, and attention reads the prompt part as one
+    shared block per prompt (a shared-prefix, or "cascade", attention), so the S rollouts of a prompt do not
+    each carry a copy of it:
+        prompt part: prefix_k, prefix_v (n_layer, P, H, Tp, hd); prompts left-padded, start[p] = first real slot
+        own part:    k, v               (n_layer, P, H, S, max_new_tokens, hd); row r = p*S + s continues prompt p
+    The position of prompt slot s is s - start[p]; row r's i-th generated token sits at Tp - start[p] + i.
+    Both parts are laid out prompt-major with the S rows of a prompt side by side, so the prompt scores
+    (P, H, S*T, Tp) and the own scores (P, H, S, T, e) of a step share one layout and one softmax, no copies.
+
+    static=True: every decode step has the same shapes (for torch.compile / CUDA graphs): attention reads the
+    whole own buffer with a mask from the step counter `step` (a device tensor), and new keys are written at
+    that index, instead of slicing the first `length` slots.
+    """
+
+    def __init__(self, config, num_prompts, prompt_len, max_new_tokens, num_samples=1, start=None,
+                 device="cpu", dtype=torch.float32, static=False):
+        if prompt_len + max_new_tokens > config.block_size:
+            raise ValueError(f"prompt_len + max_new_tokens = {prompt_len + max_new_tokens} exceeds "
+                             f"block_size={config.block_size}")
+        L, H, hd = config.n_layer, config.n_head, config.n_embd // config.n_head
+        P, S = num_prompts, num_samples
+        self.prefix_k = torch.zeros((L, P, H, prompt_len, hd), device=device, dtype=dtype)
+        self.prefix_v = torch.zeros_like(self.prefix_k)
+        self.k = torch.zeros((L, P, H, S, max_new_tokens, hd), device=device, dtype=dtype)  # zeros: a masked
+        self.v = torch.zeros_like(self.k)                          # slot must hold no NaN (0 * NaN = NaN)
+        self.start = (torch.zeros(P, dtype=torch.long, device=device) if start is None
+                      else torch.as_tensor(start, dtype=torch.long, device=device))
+        self.num_prompts, self.num_samples, self.prompt_len = P, S, prompt_len
+        self.prefilled, self.length, self.max_new_tokens, self.static = False, 0, max_new_tokens, static
+        # computed once per generate call, not per layer or step:
+        self.first_pos = (prompt_len - self.start).repeat_interleave(S)[:, None]           # (R, 1)
+        hidden = (torch.arange(prompt_len, device=device) < self.start[:, None])[:, None, None, None]  # pad slots
+        self.prefix_hidden = hidden if bool(hidden.any()) else None                     # None: prompts of one length
+        self.step = torch.zeros((), dtype=torch.long, device=device)  # static: tokens decoded so far
+        self.slots = torch.arange(max_new_tokens, device=device)
+        self.mask = None
+
+    def positions(self, T):
+        """Positions of the next T tokens, (P, T) at prefill and (R, T) after; sets the mask of this call."""
+        if not self.prefilled:
+            if T != self.prompt_len:
+                raise ValueError(f"prefill takes the padded prompts, length {self.prompt_len}; got {T} tokens")
+            self.mask = prefill_mask(self.start, T)
+            return prefill_positions(self.start, T)
+        if self.static:
+            if T != 1:
+                raise ValueError(f"a static cache decodes one token per row per call, got {T}")
+            self.mask = self.slots > self.step                     # (max_new_tokens,): True = not yet written
+            return self.first_pos + self.step
+        if self.length + T > self.max_new_tokens:
+            raise ValueError(f"KV cache overflow: {self.length} + {T} > max_new_tokens={self.max_new_tokens}")
+        if T == 1:  # one new token sees all of its row's earlier tokens: no mask
+            self.mask = None
+            return self.first_pos + self.length
+        steps = torch.arange(self.length, self.length + T, device=self.start.device)    # (T,)
+        self.mask = torch.arange(self.length + T, device=steps.device)[None, :] > steps[:, None]  # True = hidden
+        return self.first_pos + steps[None]
+
+    def advance(self, T):
+        if self.prefilled and self.static:
+            self.step += T      # a device tensor: no Python value that changes from step to step
+        elif self.prefilled:
+            self.length += T
+        self.prefilled = True
+
+    def attend(self, layer, q, k, v, dropout_p=0.0):
+        """Attention of T new tokens per row over its prompt (shared) and its own earlier tokens.
+        q, k, v: (R, H, T, hd) with R = P * S, or (P, H, Tp, hd) at prefill."""
+        if not self.prefilled:  # the prompts: attend among themselves, keep their keys and values
+            self.prefix_k[layer], self.prefix_v[layer] = k, v
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+        P, S, Tp = self.num_prompts, self.num_samples, self.prompt_len
+        R, H, T, hd = q.shape
+        q, k, v = (t.view(P, S, H, T, hd).transpose(1, 2) for t in (q, k, v))           # (P, H, S, T, hd)
+        if self.static:
+            self.k[layer].index_copy_(3, self.step.view(1), k)
+            self.v[layer].index_copy_(3, self.step.view(1), v)
+            ks, vs = self.k[layer], self.v[layer]                                        # (P, H, S, Tmax, hd)
+        else:
+            e = self.length + T
+            self.k[layer, :, :, :, self.length:e], self.v[layer, :, :, :, self.length:e] = k, v
+            ks, vs = self.k[layer, :, :, :, :e], self.v[layer, :, :, :, :e]              # (P, H, S, e, hd)
+        ks, vs = ks.to(q.dtype), vs.to(q.dtype)
+        kp, vp = self.prefix_k[layer].to(q.dtype), self.prefix_v[layer].to(q.dtype)     # (P, H, Tp, hd)
+        q = q * hd ** -0.5
+        # softmax over [prompt keys, own keys] jointly; the S rows of a prompt query its keys together
+        sp = (q.reshape(P, H, S * T, hd) @ kp.transpose(-1, -2)).view(P, H, S, T, Tp)
+        if self.prefix_hidden is not None:
+            sp = sp.masked_fill(self.prefix_hidden, -math.inf)
+        so = q @ ks.transpose(-1, -2)                                                    # (P, H, S, T, e)
+        if self.mask is not None:
+            so = so.masked_fill(self.mask, -math.inf)
+        a = torch.cat([sp, so], dim=-1).softmax(dim=-1).to(q.dtype)
+        ap, ao = a[..., :Tp], a[..., Tp:]
+        y = (ap.reshape(P, H, S * T, Tp) @ vp).view(P, H, S, T, hd) + ao @ vs           # (P, H, S, T, hd)
+        return y.transpose(1, 2).reshape(R, H, T, hd)
+
 
 
 def prompt_uniforms(seeds, num_samples, max_new_tokens, device=None):
@@ -307,9 +409,73 @@ def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.
                    torch.cat([pad(f, False) for f in rows_forced]), torch.cat(ends), stop_token)
 
 
+# ------------------------------------------------------------------------ the rollout: sample, then score
+def weights_line(weights):
+    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
+    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
+
+
+def prompt_ids(task, problem, m, weights=None):
+    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
+    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, docs/paper.md "Baselines")."""
+    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
+    return [tok.BOS_ID] + tok.encode(text)
+
+
+def completion_texts(gen):
+    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
+    texts = []
+    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
+        ids = [t for t, keep in zip(row, mask) if keep]
+        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
+    return texts
+
+
+def answer_budget(task, m):
+    """Every answer of an m-answer completion gets the task's single-answer room (sample.AnswerBudget)."""
+    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
+
+
+def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
+            amp=True):
+    """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
+    prompt, or one per problem (B, D): written into the prompts (goal-conditioned). seeds: one per problem, for
+    per-prompt sampling streams (sample.prompt_uniforms), else the one generator. amp: bf16 autocast on CUDA.
+
+    -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
+    if weights is not None and np.ndim(weights) == 1:
+        weights = [weights] * len(problems)
+    prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
+    T = task.max_new_tokens(m)
+    uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
+    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
+                   generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
+    texts = completion_texts(gen)
+    G = num_samples
+    scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]
+    rewards = torch.from_numpy(np.stack([r for r, _ in scored]))
+    mask = torch.from_numpy(np.stack([a for _, a in scored]))
+    return gen, prompts, texts, rewards, mask
+
+
+def slot_rewards(rewards, mask, answers):
+    """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
+    (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
+    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
+    out = rewards.clone()
+    for g, row in enumerate(answers):
+        first = {}
+        for j, a in enumerate(row):
+            if mask[g, j]:
+                first[a] = j
+            elif a in first:
+                out[g, j] = rewards[g, first[a]]
+    return out
+
+
+
 def main(argv=None):
-    from runs import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number, pick_device, use_amp
-    from tasks import tokenizer as tok
+    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number, pick_device, use_amp
 
     ap = Parser(description="Print samples from a checkpoint.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")

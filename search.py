@@ -24,8 +24,7 @@ import sys
 import numpy as np
 import torch
 
-from evaluate import answer_budget, completion_texts, prompt_ids, rollout
-from sample import generate
+from sample import answer_budget, completion_texts, generate, prompt_ids, rollout
 from tasks import tokenizer as tok
 
 
@@ -141,7 +140,7 @@ def solved_by_budget(results, budgets):
 
 
 def main(argv=None):
-    from runs import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")

@@ -4,48 +4,44 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
     python train.py --algo vpo                            # the default run (maze), warm start included
     python train.py --algo grpo --match_budget            # GRPO from the same cached base, same answer budget
     python train.py --algo vpo --task toy --steps 60      # the authors' toy example through the real GPT
-    python train.py --algo vpo --device cuda --n_layer 8 --n_head 8 --n_embd 512 --sft_steps 5000 \\
-        --sft_batch_size 256 --batch_size 64 --steps 1000 --lr 1e-5 --eval_problems 512   # GPU-sized (bf16)
 
-1. Warm start. RL sharpens what a model already proposes, so every RL run starts from a base trained by
-   supervised learning on the task's demonstrations (answer sets of 1 and of --num_answers answers). Without
-   --init, the base for this task and model is trained once and cached in out_dir/base/, so GRPO and VPO
-   runs share it. --algo sft is that warm start as a run of its own.
-2. RL. Each step: --batch_size train problems, --group_size rollouts each (m answers per rollout for vpo and
-   multi_rlvr, one otherwise; --match_budget gives single-answer methods m x the rollouts), rewards from the
-   task, one advantage per rollout from vpo.py, then one PPO epoch of vpo.policy_loss (clip, dual clip, k3 KL
-   to the frozen base, token-mean) in --minibatches updates.
-3. Evaluation on held-out test problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
-Output in out_dir/run_name: ckpt.pt (atomic, every --ckpt_every steps; model, optimizer, step, args, device),
-log.jsonl (a line per step), eval.jsonl, summary.json, curves.png, best_at_k.png, scatter.png. No RNG state:
-every draw is seeded by (seed, step, prompt index), so --resume continues a stopped run bit for bit. Run
-directories, the cache's lock and the checks: runs.py. More than one device: torchrun (dist.py, README).
+1. Warm start (sft.py): RL sharpens what a model already proposes, so every RL run starts from a base trained
+   on the task's demonstrations, cached in out_dir/base/ so that GRPO and VPO runs share it.
+2. RL (rl_step below): --batch_size train problems, G rollouts each (m answers per rollout for the set
+   methods), rewards from the task, one advantage per rollout (vpo.METHODS), one PPO epoch of vpo.policy_loss.
+3. Evaluation on held-out problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
+Output in out_dir/run_name: ckpt.pt, log.jsonl, eval.jsonl, summary.json and three figures. Every draw is
+seeded by (seed, step, prompt index) (runs/seeding.py), so --resume continues a run bit for bit. The checks of
+the command line, run directories and torchrun: runs/.
 """
 import argparse
-import contextlib
 import json
 import os
 import sys
 import time
+from dataclasses import dataclass, fields
+from typing import Optional
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-import dist
 import vpo
-from evaluate import evaluate, prompt_ids, report
-from model import GPT, GPTConfig, save_checkpoint
-from rl import eval_weights, group_size, rl_step
-from runs import (COUNT, PROBLEMS, SEED, Parser, UsageError, all_finite, answers_per_rollout, base_dir,
-                  check_out_dir, check_overwritable, check_run_name, create_run_dir, exclusive, given_flags,
-                  check_resume_device, load_model, make_task, number, goal_prompts, pick_device, resumed_args,
-                  set_deterministic, truncate_logs)
-from sft import Prefetch, demonstration_batch, sft_step
+from evaluate import evaluate, report
+from metrics import diversity
+from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
+from runs import dist
+from runs.checks import prepare
+from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, load_model, number, \
+    set_deterministic
+from runs.dirs import base_dir, create_run_dir, save_run_checkpoint, truncate_logs
+from runs.seeding import prompt_weights, step_seed
+from sample import rollout, slot_rewards
+from sft import SFTConfig, new_model, train_base, warm_start
 from tasks import TASKS
 from tasks import tokenizer as tok
 
-ALGOS = ("sft", "grpo", "vpo", "multi_rlvr", "random_weight", "goal_cond", "max_at_k", "gdpo", "maxrl")
+ALGOS = ("sft",) + tuple(vpo.METHODS)
 WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
 RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every", "deterministic")  # what --resume may change
@@ -55,241 +51,245 @@ POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
 def get_parser():
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument_group("run")
-    a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method")
+    a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method (vpo.METHODS, or sft alone)")
     a.add_argument("--task", default="maze", choices=TASKS, help="vector-reward task")
     a.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="task constructor option, e.g. size=9 for maze or num_tests=16 for code (repeatable)")
+                   help="task option, e.g. num_tests=16 for code or answer_tokens=40 for any task (repeatable)")
     a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
     a.add_argument("--init", default=None, help="start from this checkpoint instead of the cached warm start")
-    a.add_argument("--resume", action="store_true",
-                   help=f"continue the run in its directory with its saved settings; only "
-                        f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
+    a.add_argument("--resume", action="store_true", help=f"continue the run with its saved settings; only "
+                   f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
     a.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
-    a.add_argument("--ckpt_every", type=number(int, 0), default=25,
-                   help="also checkpoint every this many steps, warm start included (0: at evaluations only)")
+    a.add_argument("--ckpt_every", type=number(int, 0), default=25, help="also checkpoint every N steps, warm start too")
     a.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     a.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                    help="auto: bf16 autocast on CUDA, fp32 elsewhere")
     a.add_argument("--compile", action="store_true", help="torch.compile the training forward (opt-in)")
-    a.add_argument("--deterministic", action="store_true",
-                   help="CUDA: deterministic kernels (torch.use_deterministic_algorithms, CUBLAS_WORKSPACE_CONFIG); "
-                        "slower. On CPU runs are deterministic without it")
+    a.add_argument("--deterministic", action="store_true", help="CUDA: deterministic kernels (slower)")
     a = p.add_argument_group("model (used when training a base from scratch)")
     a.add_argument("--n_layer", type=COUNT, default=4, help="transformer blocks")
     a.add_argument("--n_head", type=COUNT, default=4, help="attention heads")
     a.add_argument("--n_embd", type=COUNT, default=128, help="model width")
     a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
-    a = p.add_argument_group("warm start (supervised on demonstrations)")
+    a = p.add_argument_group("warm start (supervised on demonstrations, sft.py)")
     a.add_argument("--sft_steps", type=COUNT, default=300, help="supervised steps")
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
-    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3,
-                   help="peak learning rate (warmup, cosine to 10%%)")
-    a.add_argument("--sft_group", type=COUNT, default=1,
-                   help="demonstrations per problem in a batch (its prompt is encoded once for them)")
+    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3, help="peak lr (cosine to 10%%)")
+    a.add_argument("--sft_group", type=COUNT, default=1, help="demonstrations per problem in a batch")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
-                   help="demonstrations: diverse (answers that cover the trade-offs) or routes (maze: valid routes "
-                        "chosen without looking at the items, so the base is never shown which routes score well); "
-                        "auto: routes where the task has them (the paper's regime), else diverse")
+                   help="diverse (answers that cover the trade-offs) or routes (maze: routes chosen without looking "
+                        "at the items); auto: routes where the task has them, else diverse")
     a = p.add_argument_group("RL")
     a.add_argument("--steps", type=COUNT, default=150, help="RL steps")
     a.add_argument("--batch_size", type=COUNT, default=8, help="prompts per step")
-    a.add_argument("--group_size", type=number(int, 2), default=8,
-                   help="G: rollouts per prompt (>= 2: advantages compare rollouts)")
-    a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout for vpo and multi_rlvr")
-    a.add_argument("--match_budget", action="store_true",
-                   help="single-answer methods get m x group_size rollouts: the same answers per prompt as VPO")
+    a.add_argument("--group_size", type=number(int, 2), default=8, help="G: rollouts per prompt (>= 2)")
+    a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout of the set methods")
+    a.add_argument("--match_budget", action="store_true", help="single-answer methods get m x G rollouts")
     a.add_argument("--num_weights", type=COUNT, default=100, help="N: weight draws per prompt (VPO)")
     a.add_argument("--alpha", type=POSITIVE, default=1.0, help="Dirichlet concentration of the weights")
     a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
-    a.add_argument("--max_at_k", type=int, default=None, help="k of --algo max_at_k (default max(2, G // 2), < G)")
+    a.add_argument("--max_at_k", type=int, default=None, help="k of max_at_k (default max(2, G // 2), < G)")
     a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
-    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5,
-                   help="AdamW learning rate of RL (constant after --warmup_steps, as the authors')")
-    a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup of RL, in steps")
-    a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999,
-                   help="AdamW beta2 of RL (the authors' 0.999; the warm start uses 0.95)")
-    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01,
-                   help="AdamW weight decay of RL (the authors' 0.01; the warm start uses none)")
+    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5, help="AdamW learning rate (constant)")
+    a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup, in steps")
+    a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999, help="AdamW beta2 (the authors')")
+    a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01, help="AdamW weight decay (the authors')")
     a.add_argument("--temperature", type=POSITIVE, default=1.0, help="rollout sampling temperature")
     a.add_argument("--kl_coef", type=NONNEGATIVE, default=1e-3, help="k3 KL to the frozen base, as a loss term")
     a.add_argument("--clip", type=POSITIVE, default=0.2, help="PPO clip range (low and high)")
-    a.add_argument("--dual_clip", type=number(float, above=1), default=3.0,
-                   help="dual-clip constant c > 1 for negative advantages")
+    a.add_argument("--dual_clip", type=number(float, above=1), default=3.0, help="dual clip c > 1 (A < 0)")
     a.add_argument("--agg", default="token-mean", choices=vpo.AGGS, help="loss aggregation over tokens")
     a.add_argument("--minibatches", type=COUNT, default=2, help="updates per step (one PPO epoch)")
     a.add_argument("--grad_clip", type=POSITIVE, default=1.0, help="gradient-norm clip (warm start too)")
     a = p.add_argument_group("evaluation")
-    a.add_argument("--eval_every", type=number(int, 0), default=50,
-                   help="evaluate (and checkpoint) every this many steps (0: at the end)")
+    a.add_argument("--eval_every", type=number(int, 0), default=50, help="evaluate every N steps (0: at the end)")
     a.add_argument("--eval_problems", type=PROBLEMS, default=64, help="held-out test problems")
     a.add_argument("--eval_answers", type=COUNT, default=96, help="answers sampled per test problem")
     a.add_argument("--eval_temperature", type=NONNEGATIVE, default=0.7, help="sampling temperature at evaluation")
-    a.add_argument("--keep_eval_ckpts", action="store_true",
-                   help="also keep the weights of every mid-run evaluation (ckpt-step<N>.pt, no optimizer)")
-    a.add_argument("--no_base_eval", action="store_true",
-                   help="skip the final evaluation of the starting checkpoint (reproduce.py evaluates each base once)")
+    a.add_argument("--keep_eval_ckpts", action="store_true", help="keep the weights of every mid-run evaluation")
+    a.add_argument("--no_base_eval", action="store_true", help="skip the final evaluation of the starting model")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
-def check_args(args):
-    """What the flags' own ranges cannot say, checked before anything is written."""
-    if args.n_embd % args.n_head:
-        raise UsageError(f"--n_embd ({args.n_embd}) must be divisible by --n_head ({args.n_head})")
-    if args.eval_answers < args.num_answers * K_FACTORS[-1]:
-        raise UsageError(f"--eval_answers ({args.eval_answers}) must be >= the largest k = "
-                         f"{args.num_answers * K_FACTORS[-1]} (16 x --num_answers)")
-    if args.sft_batch_size % args.sft_group:
-        raise UsageError(f"--sft_group ({args.sft_group}) must divide --sft_batch_size ({args.sft_batch_size})")
-    rollouts = args.batch_size * group_size(args)
-    if rollouts % args.minibatches:
-        raise UsageError(f"--minibatches ({args.minibatches}) must divide the {rollouts} rollouts of a step")
-    world = dist.env_world_size()
-    if world > 1 and args.batch_size % (world * args.minibatches):
-        raise UsageError(f"--batch_size ({args.batch_size}, prompts per step for all processes) must be divisible "
-                         f"by {world} processes x {args.minibatches} --minibatches")
-    if world > 1 and (args.sft_batch_size // args.sft_group) % world:
-        raise UsageError(f"--sft_batch_size / --sft_group ({args.sft_batch_size // args.sft_group} problems) must be "
-                         f"divisible by {world} processes")
+@dataclass(frozen=True)
+class RLConfig:
+    """What one RL step reads: the RL flags of train.py, same names and defaults."""
+    algo: str = "vpo"
+    seed: int = 0
+    batch_size: int = 8                        # B prompts per step
+    group_size: int = 8                        # G rollouts per prompt (x m with match_budget, single-answer)
+    num_answers: int = 3                       # m answers per rollout of the set methods
+    match_budget: bool = False
+    num_weights: int = 100                     # N weight draws per prompt (VPO)
+    alpha: float = 1.0                         # Dirichlet concentration
+    weight_sampler: str = "iid"
+    max_at_k: Optional[int] = None
+    scale: str = "group"                       # the advantage's std: group, batch or none
+    lr: float = 3e-5
+    warmup_steps: int = 0
+    temperature: float = 1.0                   # rollouts, and the log-probs of the loss
+    kl_coef: float = 1e-3
+    clip: float = 0.2
+    dual_clip: float = 3.0
+    agg: str = "token-mean"
+    minibatches: int = 2                       # one PPO epoch in this many updates
+    grad_clip: float = 1.0
+    dtype: str = "auto"                        # float32: no bf16 autocast on CUDA
+
+    @classmethod
+    def from_args(cls, args):
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
-def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
-    """The longest prompt (with a goal-conditioned weights line, which the warm start shows too) plus m answers
-    must fit the model's block; demonstrations for m must exist, each answer within the answer's room."""
-    probe = task.problems("train", 32, seed=0) + task.problems("test", 32, seed=0)
-    longest = max(len(prompt_ids(task, p, m, task.deploy_weights)) for p in probe)
-    need = longest + task.max_new_tokens(m)
-    if need > block_size:
-        raise UsageError(f"{label} {m}: prompts of up to {longest} tokens plus {task.max_new_tokens(m)} answer "
-                         f"tokens exceed the block size {block_size}")
-    try:
-        task.demonstration(probe[0], m, np.random.default_rng(0), style=style)
-    except ValueError as e:
-        raise UsageError(f"{label} {m}: {e}") from None
-    rng = np.random.default_rng(0)
-    try:  # every demonstration answer must fit the room each answer gets (Task.answer_tokens)
-        for p in probe:
-            task.check_demonstration(task.demonstration(p, m, rng, style=style), m)
-    except ValueError as e:
-        raise UsageError(f"--task_opt answer_tokens: {e}") from None
+def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, device):
+    """Sample, score, estimate advantages, and one PPO epoch over the step's rollouts. -> a log dict.
+    Under torchrun this process samples its share of the prompt groups (dist.shard_groups), the rewards are
+    gathered so that every process computes the whole batch's advantages, and the gradients are summed."""
+    t0 = time.perf_counter()
+    method = vpo.METHODS[cfg.algo]
+    m = cfg.num_answers if method.multi_answer else 1
+    G, B, M = vpo.rollouts_per_prompt(cfg.algo, cfg.group_size, cfg.num_answers, cfg.match_budget), \
+        cfg.batch_size, cfg.minibatches
+    for group in opt.param_groups:  # constant (the authors'), after an optional linear warmup
+        group["lr"] = cfg.lr * min(1.0, (step + 1) / max(cfg.warmup_steps, 1))
+    mine = dist.shard_groups(B, M)                                                   # this process's prompts
+    problems = task.problems("train", B, seed=step_seed(cfg.seed, 3, step))
+    problems = [problems[b] for b in mine]
+    model.eval()
+    goal = None
+    if method.weights == "prompt":  # goal-conditioned: w_b ~ Dir(1) per prompt, written into the prompt text
+        goal = prompt_weights(cfg.seed, 6, step, B, 1, task.dim)[:, 0]              # (B, D)
+    amp = cfg.dtype != "float32"                                                     # bf16 autocast on CUDA
+    seeds = [step_seed(cfg.seed, 4, step, b) for b in mine]                          # prompt b's sampling stream
+    gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, cfg.temperature, seeds=seeds, amp=amp,
+                                                 weights=None if goal is None else goal[mine])
+    model.train()
+    answers = [task.parse(t, m) for t in texts]
+    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G])[None]
+                          for b in range(len(problems))])                           # (b, G, m, D)
+    rewards, mask, per_slot = (dist.gather_groups(x, B, M) for x in (rewards, mask, per_slot))  # (B, G, m, D)
+    # the weights the method draws (vpo.METHODS): VPO's N per prompt, random-weight GRPO's one, goal_cond's own
+    w = {"N": lambda: prompt_weights(cfg.seed, 5, step, B, cfg.num_weights, task.dim, cfg.alpha, cfg.weight_sampler),
+         "1": lambda: prompt_weights(cfg.seed, 5, step, B, 1, task.dim, cfg.alpha)[:, 0],
+         "prompt": lambda: goal, None: lambda: None}[method.weights]()
+    adv, scores = method.advantages(rewards, mask, task.deploy_weights, w, cfg)     # (B, G) each
+    adv = adv[mine].to(device).reshape(-1)                                          # one per own rollout (R,)
+    # the loss covers the tokens the policy sampled, not the separators the sampler wrote (AnswerBudget)
+    tokens, tmask = gen.tokens, gen.sampled                                          # (R, Tc)
+    batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
+    # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
+    # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
+    chunks = torch.arange(len(adv), device=device).chunk(M)  # minibatch k of every process = one's minibatch k
+    with torch.no_grad():
+        ref = shared_token_logprobs(ref_model, batch, cfg.temperature, amp) if cfg.kl_coef else None
+        # the old policy's log-probs, needed once the first update has changed the policy: the later minibatches
+        # (the first one's are its own log-probs before that update)
+        later = torch.cat(chunks[1:]) if len(chunks) > 1 else None
+        old = None if later is None else shared_token_logprobs(model, batch.select(later), cfg.temperature, amp)
+    stats = []
+    for i, rows in enumerate(chunks):
+        logp = shared_token_logprobs(train_model, batch.select(rows), cfg.temperature, amp)
+        old_rows = logp.detach() if i == 0 else old[rows - len(chunks[0])]
+        loss, s = vpo.policy_loss(logp, old_rows, adv[rows], tmask[rows], cfg.clip, cfg.clip, cfg.dual_clip,
+                                  None if ref is None else ref[rows], cfg.kl_coef, cfg.agg)
+        share = dist.loss_share(tmask[rows], cfg.agg)
+        opt.zero_grad(set_to_none=True)
+        (loss * share).backward()
+        dist.sum_gradients(model)                                                    # the whole minibatch's gradient
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))  # token-weighted
+        stats.append(dict(zip(s, summed.tolist())))
+    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
+    deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
+    set_r = vpo.set_rewards(rewards, mask, log_weights.expand(rewards.shape[0], -1, -1))
+    n_tokens = float(dist.all_sum(tmask.sum()))
+    seconds = time.perf_counter() - t0
+    written = [len(tok.encode(a)) for row in answers for a in row if a]                # non-empty answer slots
+    return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
+            "diversity": float(np.mean([diversity(rewards[b], mask=mask[b]) for b in range(B)])),
+            **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
+            "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
+            "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
+            # this process's rollouts: answer slots written (non-empty) and their mean length in tokens
+            "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
+            # answers the sampler closed because they filled their room, per non-final answer slot
+            "forced_rate": float(gen.forced.sum()) / max(1, (m - 1) * len(answers)),
+            "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
 
 
-def check_method(args, task):
-    """What the method needs of the task: weights to draw (D >= 2), a k below the group size, a warm-start style."""
-    if args.warm_start == "auto":
-        args.warm_start = "routes" if "routes" in task.demo_styles else "diverse"
-    if args.warm_start not in task.demo_styles:
-        raise UsageError(f"--warm_start {args.warm_start}: task {args.task} has {', '.join(task.demo_styles)}")
-    if args.algo in ("goal_cond", "random_weight", "vpo") and task.dim < 2:
-        raise UsageError(f"--algo {args.algo} draws weight vectors over the reward dimensions; task {args.task} "
-                         f"has only {task.dim}")
-    G = group_size(args)
-    k = max(2, G // 2) if args.max_at_k is None else args.max_at_k  # the authors' default
-    if args.algo == "max_at_k" and not 1 <= k < G:
-        raise UsageError(f"--max_at_k must be in [1, G) with G = {G} rollouts per prompt, got {k}")
+def eval_weights(args, task):
+    """What a goal-conditioned policy is prompted with at evaluation: the deployment weights w* (None otherwise)."""
+    method = vpo.METHODS.get(args.algo)
+    return task.deploy_weights if method is not None and method.weights == "prompt" else None
 
 
-# ------------------------------------------------------------------------------------------ run management
-def run_dir(args):
-    return os.path.join(args.out_dir, args.run_name or f"{args.algo}-{args.task}-s{args.seed}")
-
-
-def new_model(args, device):
-    config = GPTConfig(vocab_size=tok.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                       n_head=args.n_head, n_embd=args.n_embd)
-    torch.manual_seed(args.base_seed)  # the initialization only; everything later uses explicit generators
-    return GPT(config).to(device)
-
-
-def load_init(path, device):
-    return load_model(path, device)[0]
-
-
-def train(args, task, model, directory, device, state=None, quiet=False, ckpt_name="ckpt.pt"):
-    """The training loop of one run (SFT or RL), in directory. state: a loaded checkpoint to resume from.
-    Checkpoints (directory/ckpt_name) every --ckpt_every steps, at evaluations and at the end."""
-    sft = args.algo == "sft"
-    total = args.sft_steps if sft else args.steps
-    if sft:  # the warm start: AdamW (0.9, 0.95), no weight decay, warmup + cosine (sft.py)
-        opt = model.configure_optimizer(args.sft_lr, 0.0, (0.9, 0.95), device_type=device.type)
-    else:    # RL: the authors' AdamW (0.9, 0.999), weight decay 0.01, constant learning rate
-        opt = model.configure_optimizer(args.lr, args.weight_decay, (0.9, args.beta2), device_type=device.type)
+def train(args, task, model, directory, device, state=None, quiet=False):
+    """The RL loop of one run, in directory. state: a loaded checkpoint to resume from. Checkpoints every
+    --ckpt_every steps, at evaluations and at the end. -> seconds."""
+    cfg = RLConfig.from_args(args)
+    # the authors' AdamW (0.9, 0.999), weight decay 0.01, constant learning rate
+    opt = model.configure_optimizer(args.lr, args.weight_decay, (0.9, args.beta2), device_type=device.type)
     start = 0  # no RNG state to restore: every draw is seeded by (seed, step, index)
     if state is not None:
         opt.load_state_dict(state["optimizer"])
         start = state["step"]
-    ref_model = None
-    if not sft and args.kl_coef:
-        ref_model = load_init(args.init_path, device).eval().requires_grad_(False)
+    ref_model = load_model(args.init_path, device)[0].eval().requires_grad_(False) if args.kl_coef else None
     train_model = torch.compile(model) if args.compile else model
     log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)
     main = dist.is_main()  # rank 0 alone writes; the others wait for it at the checkpoints
     if main:
         truncate_logs(directory, start)
-    ks = [args.num_answers * f for f in K_FACTORS]
-    eval_problems = task.problems("test", args.eval_problems, seed=0)
-    m_eval = answers_per_rollout(args)
-    bar = tqdm(range(start, total), initial=start, total=total, desc=f"{args.algo} {args.task}",
-               disable=quiet or not main, dynamic_ncols=True)
+    ks, eval_problems = [args.num_answers * f for f in K_FACTORS], task.problems("test", args.eval_problems, seed=0)
     t_start = time.perf_counter() - (state or {}).get("seconds", 0.0)
-    # the next step's demonstrations are built in a background thread while this step trains
-    problems = args.sft_batch_size // args.sft_group                                  # per step, all processes
-    demos = Prefetch(lambda s: demonstration_batch(task, args, s, "cpu", dist.shard(problems)), start,
-                     total) if sft else None
 
     def checkpoint(step):
-        if not all_finite(model):  # keep the last good checkpoint rather than overwrite it with NaNs
-            raise UsageError(f"the weights are no longer finite at step {step} (lower the learning rate?); "
-                             f"{os.path.join(directory, ckpt_name)} keeps the last finite ones")
-        if main:
-            save_checkpoint(os.path.join(directory, ckpt_name), model, optimizer=opt.state_dict(), step=step,
-                            args=vars(args), device=device.type, world=dist.world(),
-                            seconds=time.perf_counter() - t_start)
-        dist.barrier()
+        save_run_checkpoint(os.path.join(directory, "ckpt.pt"), model, opt, step, {"args": vars(args)}, device,
+                            time.perf_counter() - t_start)
 
     model.train()
-    try:
-        for step in bar:
-            if sft:
-                row = {"step": step + 1, **sft_step(model, train_model, opt, task, args, step, device, demos.get(step))}
-                bar.set_postfix(loss=f"{row['loss']:.3f}")
-            else:
-                row = rl_step(model, train_model, ref_model, opt, task, args, step, log_weights, device)
-                bar.set_postfix(reward=f"{row['deploy_reward']:.3f}", set=f"{row['set_reward']:.3f}",
-                                div=f"{row['diversity']:.3f}", kl=f"{row['kl']:.4f}")
-            row["seconds"] = time.perf_counter() - t_start
-            if main:
-                with open(os.path.join(directory, "log.jsonl"), "a") as f:
-                    f.write(json.dumps(row) + "\n")
-            if step + 1 == total:
-                break
-            if args.eval_every and (step + 1) % args.eval_every == 0:
-                metrics, _ = evaluate(model, task, eval_problems, m_eval, ks, args.eval_answers, args.eval_temperature,
-                                      weights=eval_weights(args, task), amp=args.dtype != "float32")
-                if main:
-                    with open(os.path.join(directory, "eval.jsonl"), "a") as f:
-                        f.write(json.dumps({"step": step + 1, **metrics}) + "\n")
-                    if args.keep_eval_ckpts:
-                        save_checkpoint(os.path.join(directory, f"ckpt-step{step + 1}.pt"), model, step=step + 1,
-                                        args=vars(args), device=device.type)
-                checkpoint(step + 1)
-            elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
-                checkpoint(step + 1)
-    finally:
-        if demos is not None:
-            demos.close()
+    bar = tqdm(range(start, args.steps), initial=start, total=args.steps, desc=f"{args.algo} {args.task}",
+               disable=quiet or not main, dynamic_ncols=True)
+    for step in bar:
+        row = rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, device)
+        bar.set_postfix(reward=f"{row['deploy_reward']:.3f}", set=f"{row['set_reward']:.3f}",
+                        div=f"{row['diversity']:.3f}", kl=f"{row['kl']:.4f}")
+        row["seconds"] = time.perf_counter() - t_start
+        if main:
+            with open(os.path.join(directory, "log.jsonl"), "a") as f:
+                f.write(json.dumps(row) + "\n")
+        if step + 1 == args.steps:
+            break
+        if args.eval_every and (step + 1) % args.eval_every == 0:
+            evaluate_during(args, task, model, directory, device, eval_problems, ks, step + 1)
+            checkpoint(step + 1)
+        elif args.ckpt_every and (step + 1) % args.ckpt_every == 0:
+            checkpoint(step + 1)
     bar.close()
-    checkpoint(total)
+    checkpoint(args.steps)
     return time.perf_counter() - t_start
+
+
+def evaluate_during(args, task, model, directory, device, problems, ks, step):
+    """A mid-run evaluation on the held-out problems -> eval.jsonl (and, with --keep_eval_ckpts, the weights)."""
+    m = answers_per_rollout(args.algo, args.num_answers)
+    metrics, _ = evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature,
+                          weights=eval_weights(args, task), amp=args.dtype != "float32")
+    if dist.is_main():
+        with open(os.path.join(directory, "eval.jsonl"), "a") as f:
+            f.write(json.dumps({"step": step, **metrics}) + "\n")
+        if args.keep_eval_ckpts:
+            save_checkpoint(os.path.join(directory, f"ckpt-step{step}.pt"), model, step=step, args=vars(args),
+                            device=device.type)
 
 
 def finish(args, task, model, directory, seconds, device):
     """Final evaluation of the run and of the model it started from, then summary.json, plots and the table."""
-    ks = [args.num_answers * f for f in K_FACTORS]
-    m = answers_per_rollout(args)
+    ks, m = [args.num_answers * f for f in K_FACTORS], answers_per_rollout(args.algo, args.num_answers)
     problems = task.problems("test", args.eval_problems, seed=0)
     t0 = time.perf_counter()
     label = f"{args.algo}{' (matched budget)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
@@ -297,7 +297,7 @@ def finish(args, task, model, directory, seconds, device):
     results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal,
                                amp=amp)}
     if args.init_path and not args.no_base_eval:  # the same evaluation of the starting point: what did RL change?
-        results["base"] = evaluate(load_init(args.init_path, device), task, problems, m, ks, args.eval_answers,
+        results["base"] = evaluate(load_model(args.init_path, device)[0], task, problems, m, ks, args.eval_answers,
                                    args.eval_temperature, weights=goal, amp=amp)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
@@ -305,122 +305,53 @@ def finish(args, task, model, directory, seconds, device):
     return report(directory, task, ks, results, label, extra) if dist.is_main() else None
 
 
-def resume_state(argv, args, directory):
-    """--resume: the run's checkpoint, and its saved arguments updated by what may change (RESUMABLE)."""
-    if args.overwrite:  # checked on the command line, before the saved arguments replace it
-        raise UsageError("--resume and --overwrite exclude each other")
-    path = os.path.join(directory, "ckpt.pt")
-    if not os.path.isfile(path):
-        raise UsageError(f"--resume: no checkpoint at {path}")
-    model, state = load_model(path, need=("args", "step", "optimizer"))
-    given = given_flags(get_parser(), argv)
-    for where in ("out_dir", "run_name", "resume"):  # they locate the run
-        given.pop(where, None)
-    args = resumed_args(state["args"], given, get_parser().parse_args([]), state["step"], RESUMABLE)
-    args.resume = True
-    if state.get("world", 1) != dist.env_world_size():  # the same global batch, but another split of its sums
-        raise UsageError(f"--resume: the run was started with {state.get('world', 1)} processes; resume it with as "
-                         f"many (here {dist.env_world_size()})")
-    return model, state, args
+def model_config(args):
+    return GPTConfig(vocab_size=tok.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_head=args.n_head,
+                     n_embd=args.n_embd)
 
 
-
-def prepare(argv):
-    """Parse and check the command line; nothing is written. -> (args, task, model, directory, device, state)."""
-    args = get_parser().parse_args(argv)
-    if args.run_name is not None:
-        check_run_name(args.run_name)
-    check_out_dir(args.out_dir)
-    directory = run_dir(args)
-    model = state = None
-    if args.resume:
-        model, state, args = resume_state(argv, args, directory)
-    probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
-    task = make_task(args.task, args.task_opt, probe)
-    check_args(args)
-    device = pick_device(args.device)
-    if args.resume:
-        check_resume_device(state, device)
-    if args.dtype == "bfloat16" and device.type != "cuda":
-        raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
-    if not args.resume and args.init is not None:
-        model = load_init(args.init, device)
-    if model is not None:  # the block size is the model's
-        args.block_size = model.config.block_size
-    check_method(args, task)
-    check_fits(task, 1, args.block_size, "--block_size", args.warm_start)
-    check_fits(task, args.num_answers, args.block_size, style=args.warm_start)
-    if args.resume:
-        return args, task, model.to(device), directory, device, state
-    if os.path.lexists(directory):
-        if not args.overwrite:
-            raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
-        check_overwritable(directory)
-    return args, task, model, directory, device, state
-
-
-def warm_start(args, task, device, quiet):
-    """The cached base for this task and model, BASE/ckpt.pt (BASE = base_dir), trained here if missing.
-    The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start resumes from
-    there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock, then uses it.
-    Under torchrun rank 0 alone looks, takes the lock and writes; every rank trains its share (data parallel)."""
-    directory = base_dir(args, device)
-    path, partial = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "partial.pt")
-    main = dist.is_main()
-    if dist.broadcast(os.path.isfile(path) if main else None):
-        return path
-    with contextlib.ExitStack() as lock:
-        if main:
-            lock.enter_context(exclusive(directory, on_wait=lambda: print(f"warm start: another run is training "
-                                                                          f"{directory}; waiting")))
-        if dist.broadcast(os.path.isfile(path) if main else None):  # the run we waited for trained it
-            return path
-        base_args = argparse.Namespace(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None,
-                                          "goal_prompts": goal_prompts(args)})
-        model, state = new_model(args, device), None
-        if dist.broadcast(os.path.isfile(partial) if main else None):
-            saved, state = load_model(partial, device, need=("step", "optimizer"))
-            if state.get("device", device.type) == device.type:  # else its optimizer is another device's: start over
-                model = saved
-            else:
-                state = None
-        done = state["step"] if state else 0
-        if main:
-            print(f"warm start: no cached base at {path}; training it ({args.sft_steps} supervised steps"
-                  f"{f', resuming at step {done}' if done else ''}, {dist.world()} process(es))")
-        seconds = train(base_args, task, model, directory, device, state, quiet, ckpt_name="partial.pt")
-        if main:
-            os.replace(partial, path)
-        dist.barrier()
-    if main:
-        print(f"warm start: {args.sft_steps} steps in {seconds:.0f} s -> {path}")
-    return path
+def base_path(args, device):
+    """Where the cached base of this run's warm start is (or will be)."""
+    sft = SFTConfig.from_args(args, goal_prompts=args.algo == "goal_cond")
+    return os.path.join(base_dir(args.out_dir, args.task, args.task_opt, model_config(args), sft, device), "ckpt.pt")
 
 
 def main(argv=None):
     try:
-        args, task, model, directory, device, state = prepare(argv)
+        args, task, model, directory, device, state = prepare(argv, get_parser, RESUMABLE,
+                                                              lambda a: [a.num_answers * f for f in K_FACTORS])
         if args.deterministic:
             set_deterministic()
         device = dist.setup(device)  # under torchrun: join the process group (this process's GPU on CUDA)
         model = None if model is None else model.to(device)
         dist.barrier()  # every rank has checked the command line before rank 0 creates anything
-        quiet, main = args.quiet, dist.is_main()
+        config, sft = model_config(args), SFTConfig.from_args(args, goal_prompts=args.algo == "goal_cond")
         if state is None:
             if args.algo == "sft":
                 args.init_path = args.init
-                model = model or new_model(args, device)
-            else:
-                args.init_path = args.init or warm_start(args, task, device, quiet)
-                model = model or load_init(args.init_path, device)
-            if main:
+                model = model or new_model(config, args.base_seed, device)
+            else:  # the cached base (its checkpoint records the arguments of an sft run)
+                meta = {"args": {**vars(args), "algo": "sft", "eval_every": 0, "init_path": None,
+                                 "goal_prompts": sft.goal_prompts}}
+                args.init_path = args.init or warm_start(args.task, task, args.task_opt, config, sft, args.out_dir,
+                                                         device, args.quiet, args.compile, meta, args.ckpt_every)
+                model = model or load_model(args.init_path, device)[0]
+            if dist.is_main():
                 create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile
             dist.barrier()
-        if main:
+        if dist.is_main():
             print(f"{args.algo} on {args.task}: {model.num_params() / 1e6:.2f}M params, device {device}"
                   f"{f' x {dist.world()} processes' if dist.world() > 1 else ''}, run dir {directory}\n"
                   f"args: {json.dumps(vars(args))}")
-        seconds = train(args, task, model, directory, device, state, quiet)
+        if args.algo == "sft":  # the warm start as a run of its own
+            ks = [args.num_answers * f for f in K_FACTORS]
+            problems = task.problems("test", args.eval_problems, seed=0)
+            seconds = train_base(model, task, sft, directory, device, state, args.quiet, meta={"args": vars(args)},
+                                 ckpt_every=args.ckpt_every, compile=args.compile, eval_every=args.eval_every,
+                                 on_eval=lambda s: evaluate_during(args, task, model, directory, device, problems,
+                                                                   ks, s))
+        else:
+            seconds = train(args, task, model, directory, device, state, args.quiet)
         finish(args, task, model, directory, seconds, device)
     except UsageError as e:
         if os.environ.get("RANK", "0") == "0":  # under torchrun, once (every process found the same mistake)

@@ -5,7 +5,7 @@ Paper: Bahlous-Boldi et al., "Vector Policy Optimization: Training for Diversity
 arXiv 2605.22817 (2026). Notation: B prompts in a batch, G rollouts per prompt, m answers per rollout,
 D reward dimensions, N weight draws; r(x, y) in [0, 1]^D is the reward vector of answer y.
 
-The estimator, step by step (VPO.md, "The estimator"), and where each step lives:
+The estimator, step by step (docs/paper.md, "The estimator"), and where each step lives:
   1. w_1..w_N ~ Dir(alpha 1_D) per prompt, shared by all G rollouts of that prompt   sample_weights
   2. R_g = (1/N) sum_n max_{y in rollout g} w_n^T r(x, y)                               set_rewards
   3. A_g = (R_g - mean_group R) / (std_group R + 1e-6), A = 0 if std < 1e-6              group_normalize
@@ -15,7 +15,7 @@ The estimator, step by step (VPO.md, "The estimator"), and where each step lives
 Max inside, mean outside: E_w[max_y w^T r(y)] rewards a set whose answers win different regions of weight space.
 
 Baselines share the interface: each returns (advantages (B, G), scores (B, G)), scores being the per-rollout
-scalar that was normalized (VPO.md, "Baselines" and "The authors' setup in detail"):
+scalar that was normalized (docs/paper.md, "Baselines"):
   GRPO            s_g = w*^T r(y_g), A = group_normalize(s)                         grpo_advantages
   Multi-RLVR      s_g = sum (or max) over rollout g's valid answers of w*^T r(y)    multi_rlvr_advantages
   random weights  s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group            random_weight_advantages
@@ -31,6 +31,8 @@ of every max, and a rollout without a valid answer scores 0; for rewards >= 0 th
 "missing answers count as zero vectors".
 """
 import math
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -39,13 +41,13 @@ SCALES = ("group", "batch", "none")
 AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
-def _check(ok, arg, expected, got):
+def check_arg(ok, arg, expected, got):
     """The one place bad input is reported: ValueError('<arg> must be <expected>, got <got>')."""
     if not ok:
         raise ValueError(f"{arg} must be {expected}, got {got}")
 
 
-def _masked_max(x, mask):
+def masked_max(x, mask):
     """max over the last axis of the entries where mask is True; 0 where a row has no True entry."""
     if mask is None:
         return x.amax(-1)
@@ -67,12 +69,12 @@ def sample_weights(num_groups, num_weights, dim, alpha=1.0, generator=None, samp
                      more evenly than N i.i.d. draws, which lowers the variance of the average over w.
     All randomness comes from `generator` (scrambling seeds included): the same seed gives the same weights.
     """
-    _check(num_groups >= 0, "num_groups", ">= 0", num_groups)
-    _check(num_weights >= 1, "num_weights", ">= 1", num_weights)
-    _check(dim >= 1, "dim", ">= 1", dim)
-    _check(0 < alpha < math.inf, "alpha", "finite and > 0", alpha)
-    _check(sampler in ("iid", "sobol"), "sampler", "'iid' or 'sobol'", repr(sampler))
-    _check(sampler == "iid" or alpha == 1.0, "alpha", "1.0 with sampler='sobol'", alpha)
+    check_arg(num_groups >= 0, "num_groups", ">= 0", num_groups)
+    check_arg(num_weights >= 1, "num_weights", ">= 1", num_weights)
+    check_arg(dim >= 1, "dim", ">= 1", dim)
+    check_arg(0 < alpha < math.inf, "alpha", "finite and > 0", alpha)
+    check_arg(sampler in ("iid", "sobol"), "sampler", "'iid' or 'sobol'", repr(sampler))
+    check_arg(sampler == "iid" or alpha == 1.0, "alpha", "1.0 with sampler='sobol'", alpha)
     B, N, D = num_groups, num_weights, dim
     if D == 1:
         return torch.ones(B, N, 1)
@@ -92,10 +94,10 @@ def sample_weights(num_groups, num_weights, dim, alpha=1.0, generator=None, samp
 def _answers(rewards, answer_mask):
     """Checked multi-answer rollouts as tensors: rewards (B, G, m, D), answer_mask (B, G, m) bool."""
     rewards, answer_mask = torch.as_tensor(rewards), torch.as_tensor(answer_mask)
-    _check(rewards.dim() == 4, "rewards", "of shape (B, G, m, D)", tuple(rewards.shape))
-    _check(answer_mask.dtype == torch.bool and answer_mask.shape == rewards.shape[:3], "answer_mask",
-           f"bool of shape (B, G, m) = {tuple(rewards.shape[:3])}",
-           f"{answer_mask.dtype} {tuple(answer_mask.shape)}")
+    check_arg(rewards.dim() == 4, "rewards", "of shape (B, G, m, D)", tuple(rewards.shape))
+    check_arg(answer_mask.dtype == torch.bool and answer_mask.shape == rewards.shape[:3], "answer_mask",
+              f"bool of shape (B, G, m) = {tuple(rewards.shape[:3])}",
+              f"{answer_mask.dtype} {tuple(answer_mask.shape)}")
     return rewards, answer_mask
 
 
@@ -106,10 +108,10 @@ def set_rewards(rewards, answer_mask, weights):
     G rollouts (common random numbers). A rollout with no valid answer scores 0.
     """
     rewards, answer_mask = _answers(rewards, answer_mask)
-    _check(weights.dim() == 3 and weights.shape[0] == rewards.shape[0] and weights.shape[2] == rewards.shape[3],
-           "weights", f"(B, N, D) with B, D = {rewards.shape[0]}, {rewards.shape[3]}", tuple(weights.shape))
+    check_arg(weights.dim() == 3 and weights.shape[0] == rewards.shape[0] and weights.shape[2] == rewards.shape[3],
+              "weights", f"(B, N, D) with B, D = {rewards.shape[0]}, {rewards.shape[3]}", tuple(weights.shape))
     scores = torch.einsum("bgmd,bnd->bgnm", rewards, weights.to(rewards))           # w_n^T r(y): (B, G, N, m)
-    best = _masked_max(scores, answer_mask[:, :, None, :])                          # max_y: (B, G, N)
+    best = masked_max(scores, answer_mask[:, :, None, :])                          # max_y: (B, G, N)
     return best.mean(dim=-1)                                                        # (1/N) sum_n: (B, G)
 
 
@@ -120,8 +122,8 @@ def group_normalize(scores, scale="group", eps=1e-6):
     group. "none": A_g = s_g - mean_group s (Dr. GRPO). In every mode a group whose own std is below eps gets
     exact zeros: its rollouts scored alike (up to float residue), so it carries no signal.
     """
-    _check(scores.dim() == 2, "scores", "a (B, G) tensor", tuple(scores.shape))
-    _check(scale in SCALES, "scale", f"one of {SCALES}", repr(scale))
+    check_arg(scores.dim() == 2, "scores", "a (B, G) tensor", tuple(scores.shape))
+    check_arg(scale in SCALES, "scale", f"one of {SCALES}", repr(scale))
     centred = scores - scores.mean(dim=1, keepdim=True)                             # s_g - mean_group s
     group_std = scores.std(dim=1, correction=0, keepdim=True)                       # (B, 1)
     if scale == "group":
@@ -151,16 +153,16 @@ def _single_answer(rewards):
     """Checked single-answer rollouts as a tensor: (B, G, D) or (B, G, 1, D) -> (B, G, D)."""
     rewards = torch.as_tensor(rewards)
     rewards = rewards[:, :, 0] if rewards.dim() == 4 and rewards.shape[2] == 1 else rewards
-    _check(rewards.dim() == 3, "rewards", "of shape (B, G, D) or (B, G, 1, D) (one answer per rollout)",
-           tuple(rewards.shape))
+    check_arg(rewards.dim() == 3, "rewards", "of shape (B, G, D) or (B, G, 1, D) (one answer per rollout)",
+              tuple(rewards.shape))
     return rewards
 
 
 def _scalarize(rewards, deploy_weights):
     """w*^T r over the last axis."""
     w = torch.as_tensor(deploy_weights, dtype=rewards.dtype, device=rewards.device)
-    _check(w.shape == rewards.shape[-1:], "deploy_weights", f"shape ({rewards.shape[-1]},) to match rewards "
-           f"{tuple(rewards.shape)}", tuple(w.shape))
+    check_arg(w.shape == rewards.shape[-1:], "deploy_weights", f"shape ({rewards.shape[-1]},) to match rewards "
+              f"{tuple(rewards.shape)}", tuple(w.shape))
     return rewards @ w
 
 
@@ -177,12 +179,12 @@ def multi_rlvr_advantages(rewards, answer_mask, deploy_weights, reduce="sum", sc
     reduce="max": s_g = max_{valid y in rollout g} w*^T r(y) (0 without a valid answer). A = group_normalize(s).
     """
     rewards, answer_mask = _answers(rewards, answer_mask)
-    _check(reduce in ("sum", "max"), "reduce", "'sum' or 'max'", repr(reduce))
+    check_arg(reduce in ("sum", "max"), "reduce", "'sum' or 'max'", repr(reduce))
     per_answer = _scalarize(rewards, deploy_weights)                                 # w*^T r(y): (B, G, m)
     if reduce == "sum":
         s = per_answer.masked_fill(~answer_mask, 0.0).sum(dim=-1)
     else:
-        s = _masked_max(per_answer, answer_mask)
+        s = masked_max(per_answer, answer_mask)
     return group_normalize(s, scale), s
 
 
@@ -195,8 +197,8 @@ def random_weight_advantages(rewards, alpha=1.0, generator=None, scale="group", 
         w = sample_weights(rewards.shape[0], 1, rewards.shape[2], alpha, generator).to(rewards)   # (B, 1, D)
     else:
         w = torch.as_tensor(weights).to(rewards)[:, None]
-        _check(w.shape == (rewards.shape[0], 1, rewards.shape[2]), "weights", f"shape (B, D) = "
-               f"{(rewards.shape[0], rewards.shape[2])}", tuple(w.shape[::2]))
+        check_arg(w.shape == (rewards.shape[0], 1, rewards.shape[2]), "weights", f"shape (B, D) = "
+                  f"{(rewards.shape[0], rewards.shape[2])}", tuple(w.shape[::2]))
     s = (rewards * w).sum(dim=-1)                                                    # (B, G)
     return group_normalize(s, scale), s
 
@@ -217,12 +219,12 @@ def gdpo_advantages(rewards, deploy_weights, scale="group", token_counts=None, e
     """
     r = _single_answer(rewards)                                                      # (B, G, D)
     w = torch.as_tensor(deploy_weights, dtype=r.dtype)
-    _check(w.shape == r.shape[2:], "deploy_weights", f"shape ({r.shape[2]},)", tuple(w.shape))
+    check_arg(w.shape == r.shape[2:], "deploy_weights", f"shape ({r.shape[2]},)", tuple(w.shape))
     per_dim = torch.stack([group_normalize(r[..., d], scale) for d in range(r.shape[2])], dim=-1)   # A_{g,d}
     S = per_dim @ w                                                                  # (B, G)
     n = torch.ones_like(S) if token_counts is None else torch.as_tensor(token_counts).to(S)
-    _check(n.shape == S.shape and (n >= 0).all() and n.sum() > 0, "token_counts",
-           f"of shape {tuple(S.shape)}, >= 0 and not all 0", tuple(n.shape))
+    check_arg(n.shape == S.shape and (n >= 0).all() and n.sum() > 0, "token_counts",
+              f"of shape {tuple(S.shape)}, >= 0 and not all 0", tuple(n.shape))
     mean = (n * S).sum() / n.sum()
     std = ((n * (S - mean) ** 2).sum() / (n.sum() - 1).clamp_min(1)).sqrt()
     if std < eps:
@@ -255,7 +257,7 @@ def max_at_k_scores(s, k):
 def max_at_k_advantages(rewards, deploy_weights, k=None, scale="group"):
     """Max@k: A = group_normalize(s), s_i the Max@k reward of rollout i for the scalar w*^T r (max_at_k_scores).
 
-    sum_g s_g grad log pi(y_g) is an unbiased estimate of grad E[max of k samples of w*^T r] (VPO.md, "Max@k";
+    sum_g s_g grad log pi(y_g) is an unbiased estimate of grad E[max of k samples of w*^T r] (docs/paper.md, "Baselines";
     arXiv 2510.23393); the group normalization follows, as for GRPO. One answer per rollout: rewards (B, G, D) or
     (B, G, 1, D). k defaults to max(2, G // 2) (the authors'); 1 <= k <= G - 1: k = 1 is plain GRPO
     (s_i = r_i / G), and k = G gives every rollout the group max (no signal), so it is refused.
@@ -263,7 +265,7 @@ def max_at_k_advantages(rewards, deploy_weights, k=None, scale="group"):
     r = _scalarize(_single_answer(rewards), deploy_weights)                         # w*^T r: (B, G)
     G = r.shape[1]
     k = max(2, G // 2) if k is None else k
-    _check(isinstance(k, int) and 1 <= k < G, "k", f"an integer in [1, G - 1] with G = {G} rollouts per group", k)
+    check_arg(isinstance(k, int) and 1 <= k < G, "k", f"an integer in [1, G - 1] with G = {G} rollouts per group", k)
     s = max_at_k_scores(r, k).to(r.dtype)
     return group_normalize(s, scale), s
 
@@ -309,13 +311,13 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, clip_low=0.2, clip_hig
     (clipped branch active), dual_clip_frac, ratio, kl, entropy (the proxy mean -logp), loss.
     """
     R, T = logprobs.shape
-    _check(old_logprobs.shape == (R, T) and mask.shape == (R, T), "old_logprobs/mask",
-           f"shape {(R, T)} like logprobs", (tuple(old_logprobs.shape), tuple(mask.shape)))
-    _check(advantages.shape == (R,), "advantages", f"shape ({R},)", tuple(advantages.shape))
-    _check(ref_logprobs is None or ref_logprobs.shape == (R, T), "ref_logprobs", f"shape {(R, T)}",
-           None if ref_logprobs is None else tuple(ref_logprobs.shape))
-    _check(agg in AGGS, "agg", f"one of {AGGS}", repr(agg))
-    _check(dual_clip is None or dual_clip > 1, "dual_clip", "None or > 1", dual_clip)
+    check_arg(old_logprobs.shape == (R, T) and mask.shape == (R, T), "old_logprobs/mask",
+              f"shape {(R, T)} like logprobs", (tuple(old_logprobs.shape), tuple(mask.shape)))
+    check_arg(advantages.shape == (R,), "advantages", f"shape ({R},)", tuple(advantages.shape))
+    check_arg(ref_logprobs is None or ref_logprobs.shape == (R, T), "ref_logprobs", f"shape {(R, T)}",
+              None if ref_logprobs is None else tuple(ref_logprobs.shape))
+    check_arg(agg in AGGS, "agg", f"one of {AGGS}", repr(agg))
+    check_arg(dual_clip is None or dual_clip > 1, "dual_clip", "None or > 1", dual_clip)
     valid = mask.bool()
     m = valid.to(logprobs.dtype)
     logp = logprobs.masked_fill(~valid, 0.0)             # padding may hold anything; keep it out of the graph
@@ -340,3 +342,40 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, clip_low=0.2, clip_hig
     stats = {"loss": loss.item(), "pg_loss": pg_loss.item(), "clip_frac": mean(pg2 > pg1),
              "dual_clip_frac": mean(dual), "ratio": mean(ratio), "kl": mean(kl), "entropy": mean(-logp)}
     return loss, stats
+
+
+# --- The methods: what each --algo is ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Method:
+    """One training method, the one place that says what it is (train.py, evaluate.py and the reproduction ask):
+    multi_answer  m answers per rollout (the set methods) or one
+    weights       what it draws per prompt: None; "N" (N weight vectors w ~ Dir(alpha), VPO's set reward);
+                  "1" (one w ~ Dir(alpha), in the reward only); "prompt" (one w ~ Dir(1), written into the prompt
+                  too: goal-conditioned; evaluated with w* written in)
+    advantages    (rewards (B,G,m,D), mask (B,G,m), w* (D,), w (drawn weights or None), opts) -> (A (B,G), s (B,G));
+                  opts has .scale and .max_at_k"""
+    multi_answer: bool
+    weights: Optional[str]
+    advantages: Callable
+
+
+METHODS = {
+    "grpo":          Method(False, None, lambda r, a, ws, w, o: grpo_advantages(r, ws, scale=o.scale)),
+    "vpo":           Method(True, "N", lambda r, a, ws, w, o: vpo_advantages(r, a, weights=w, scale=o.scale)),
+    "multi_rlvr":    Method(True, None, lambda r, a, ws, w, o: multi_rlvr_advantages(r, a, ws, scale=o.scale)),
+    "random_weight": Method(False, "1", lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w)),
+    "goal_cond":     Method(False, "prompt",
+                            lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w)),
+    "max_at_k":      Method(False, None, lambda r, a, ws, w, o: max_at_k_advantages(r, ws, k=o.max_at_k,
+                                                                                    scale=o.scale)),
+    "gdpo":          Method(False, None, lambda r, a, ws, w, o: gdpo_advantages(r, ws)),
+    "maxrl":         Method(False, None, lambda r, a, ws, w, o: maxrl_advantages(r, ws)),
+}
+
+
+def rollouts_per_prompt(algo, group_size, num_answers, match_budget=False):
+    """G of a method: group_size, or m x group_size for a single-answer method with match_budget (the same answers
+    per prompt as a multi-answer method: the paper's "GRPO with 3x rollouts")."""
+    single = not METHODS[algo].multi_answer
+    return group_size * (num_answers if single and match_budget else 1)

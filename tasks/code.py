@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks import Task, in_test_split
+from tasks.base import Task, in_test_split
 from tasks.executor import execute
 
 __all__ = ["CodeTask", "CodeProblem", "execute"]

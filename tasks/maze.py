@@ -19,7 +19,7 @@ other string; else, with g, d, l the fractions of gold, diamond and lava cells e
 An item kind the grid lacks scores 0 (gold, diamonds) or 1 (lava). Deployment scalar w*ᵀr, w* = (1/4, 1/4, 1/4, 1/4).
 
 Problems come from tasks/maze_gen.py (the generators: grids, Prim's maze and the budget rules), in two designs:
-design="corners" (default; the paper's generator, ../shared/VPO.md "The authors' setup in detail"), a 9x9 open
+design="corners" (default; the paper's generator, docs/paper.md "Tasks"), a 9x9 open
 field with gold and diamonds around two opposite corners and a budget that fits one corner, not both; and
 design="small" (the 7x7 maze of the earlier tables, `--task_opt design=small`). The first train maze of seed 0
 of "corners" (its prompt, 116 bytes, is this grid under "maze: 3 routes, budget 27"), and render() of an
@@ -55,14 +55,14 @@ from functools import cached_property
 
 import numpy as np
 
-from tasks import Task, in_test_split
+from tasks.base import Task, in_test_split
 from tasks.maze_gen import BONUS, DIAMOND, EXIT, FLOOR, GOLD, LAVA, START, WALL, MazeGenerator
 
 CELLS = WALL + FLOOR + START + EXIT + GOLD + DIAMOND + LAVA + BONUS
 MOVES = "UDLR"
 _DELTA = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 _BACK = {"U": "D", "D": "U", "L": "R", "R": "L"}
-_ROUTE = re.compile(r"[UDLR]+")
+ROUTE = re.compile(r"[UDLR]+")
 REWARDS = ("linear", "convex_bonus")
 BONUS_FACTOR = 1.5  # convex_bonus: the item and safety terms are multiplied by this after visiting the bonus tile
 PROBE_TRIES = 300   # candidates a new MazeTask draws to check that its options can produce a maze at all
@@ -274,7 +274,7 @@ class MazeTask(Task):
     def score(self, problem: MazeProblem, answer: str) -> np.ndarray:
         """r(x, y) of one route; zeros for anything that is not a string of U/D/L/R."""
         route = answer.strip() if isinstance(answer, str) else ""
-        if not _ROUTE.fullmatch(route):
+        if not ROUTE.fullmatch(route):
             return np.zeros(4, dtype=np.float32)
         return problem.layout.vector(*walk(problem, route), self.reward)
 
@@ -396,7 +396,7 @@ def render(problem: MazeProblem, route: str, reward: str = "linear") -> str:
     """The maze, and beside it the same maze with the route drawn: every cell the walk leaves shows the arrow of
     the move made there (^ v < >; the last one when a cell is left twice), then the route and its reward vector."""
     lay, arrows = problem.layout, {}
-    ok = isinstance(route, str) and _ROUTE.fullmatch(route.strip())
+    ok = isinstance(route, str) and ROUTE.fullmatch(route.strip())
     pos = lay.start
     for mv in (route.strip() if ok else "")[:problem.budget]:
         nxt = lay.step[pos][MOVES.index(mv)]

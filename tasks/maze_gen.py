@@ -4,7 +4,7 @@ rule. Two designs, their options and defaults in DESIGNS; MazeTask (tasks/maze.p
 and holds the prompt, the reward and the demonstrations. The grid legend is defined here, the one the generators
 draw with: # wall, . floor, S start, E exit, G gold, * diamond, ~ lava, + bonus.
 
-design="corners" (default; the paper's generator, ../shared/VPO.md "The authors' setup in detail"):
+design="corners" (default; the paper's generator, docs/paper.md "Tasks"):
   - Prim's maze on the cells at even coordinates of a size x size grid (size 9: 5x5 cells, no border, the grid
     edge blocks), then `openings` (18-28) wall cells, drawn uniformly among all walls, opened to make cycles.
     Every even-coordinate cell is open, so the four corners and the centre always are.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks import Task, in_test_split
+from tasks.base import Task, in_test_split
 
 WORDS = ("left", "right", "middle")
 INVALID_WORDS = ("up", "down", "centre", "none")  # what a demonstration writes in its rare invalid answers

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import dist  # noqa: E402
+from runs import dist  # noqa: E402
 import train  # noqa: E402
 from tasks.toy import ToyTask  # noqa: E402
 

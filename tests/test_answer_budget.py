@@ -6,12 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-import rl
 import train
 import vpo
-from evaluate import answer_budget, rollout
 from model import GPT, GPTConfig
-from sample import AnswerBudget, generate, generate_naive
+from sample import AnswerBudget, answer_budget, completion_texts, generate, generate_naive, prompt_ids, rollout
 from tasks import get_task
 from tasks import tokenizer as tok
 
@@ -143,9 +141,9 @@ def test_an_over_long_first_answer_leaves_room_for_the_others(name, letters):
     assert (gen.sampled.sum(1) == m * task.answer_tokens).all()
     assert task.max_new_tokens(m) == gen.tokens.shape[1]
     # without the room, the first answer took every token (what the fix is about)
-    old = generate(model, [rollout.__globals__["prompt_ids"](task, problems[0], m)], task.max_new_tokens(m), 4,
+    old = generate(model, [prompt_ids(task, problems[0], m)], task.max_new_tokens(m), 4,
                    stop_token=tok.END_ID, generator=torch.Generator().manual_seed(0))
-    assert all(task.parse(t, m)[1:] == ["", ""] for t in rollout.__globals__["completion_texts"](old))
+    assert all(task.parse(t, m)[1:] == ["", ""] for t in completion_texts(old))
     assert answer_budget(task, m) == AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
 
 
@@ -159,7 +157,7 @@ def test_the_rl_loss_leaves_forced_separators_out(monkeypatch):
     model = biased_model([ord(c) for c in "lefrigh"], cfg=cfg, strength=30.0)
     opt = model.configure_optimizer(1e-4)
     seen = {}
-    real_loss, real_rollout = vpo.policy_loss, rl.rollout
+    real_loss, real_rollout = vpo.policy_loss, train.rollout
 
     def spy_rollout(*a, **k):
         out = real_rollout(*a, **k)
@@ -169,10 +167,11 @@ def test_the_rl_loss_leaves_forced_separators_out(monkeypatch):
     def spy_loss(logp, old, adv, mask, *a, **k):
         seen["mask"] = mask.clone()
         return real_loss(logp, old, adv, mask, *a, **k)
-    monkeypatch.setattr(rl, "rollout", spy_rollout)
+    monkeypatch.setattr(train, "rollout", spy_rollout)
     monkeypatch.setattr(vpo, "policy_loss", spy_loss)
     log_weights = vpo.sample_weights(1, 10, task.dim, generator=torch.Generator().manual_seed(0))
-    row = rl.rl_step(model, model, copy.deepcopy(model), opt, task, args, 0, log_weights, torch.device("cpu"))
+    row = train.rl_step(model, model, copy.deepcopy(model), opt, task, train.RLConfig.from_args(args), 0, log_weights,
+                        torch.device("cpu"))
     gen = seen["gen"]
     assert gen.forced.any()
     assert torch.equal(seen["mask"], gen.sampled) and not (seen["mask"] & gen.forced).any()

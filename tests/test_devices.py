@@ -13,7 +13,7 @@ import sample
 import search
 import sft
 import train
-from runs import use_amp
+from runs.cli import make_task, use_amp
 
 TINY = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96", "--quiet",
         "--algo", "sft", "--sft_steps", "2", "--sft_batch_size", "4", "--eval_problems", "1", "--eval_answers", "48"]
@@ -67,7 +67,7 @@ def test_dtype_float32_reaches_every_sampler(run, monkeypatch):
     def spy(*a, **k):
         seen.append(k.get("amp", True))
         return real(*a, **k)
-    for module in (sample, evaluate, search):
+    for module in (sample, search):  # rollout (evaluate's and search's) and search's children call these
         monkeypatch.setattr(module, "generate", spy)
     monkeypatch.setattr(sample, "precision", lambda device, amp=True: inner.append(amp) or real_precision(device, amp))
     monkeypatch.setattr(sample, "autocast",
@@ -85,8 +85,8 @@ def test_dtype_float32_reaches_every_sampler(run, monkeypatch):
 
 def test_train_samples_and_evaluates_in_its_dtype(run, monkeypatch, tmp_path):
     seen = []
-    real = evaluate.generate
-    monkeypatch.setattr(evaluate, "generate", lambda *a, **k: seen.append(k["amp"]) or real(*a, **k))
+    real = evaluate.rollout
+    monkeypatch.setattr(evaluate, "rollout", lambda *a, **k: seen.append(k["amp"]) or real(*a, **k))
     assert train.main(TINY + ["--out_dir", str(tmp_path), "--dtype", "float32", "--eval_every", "1",
                               "--sft_steps", "2"]) == 0   # evaluates at step 1, then at the end (finish)
     assert len(seen) == 2 and not any(seen)
@@ -102,7 +102,7 @@ def test_every_command_takes_device(run, capsys, tool, argv):
 
 
 def test_deterministic_sets_the_switches():
-    code = ("import os, torch, runs; runs.set_deterministic(); print(torch.are_deterministic_algorithms_enabled(), "
+    code = ("import os, torch; from runs.cli import set_deterministic; set_deterministic(); print(torch.are_deterministic_algorithms_enabled(), "
             "torch.is_deterministic_algorithms_warn_only_enabled(), os.environ['CUBLAS_WORKSPACE_CONFIG'])")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if k != "CUBLAS_WORKSPACE_CONFIG"}
@@ -111,9 +111,9 @@ def test_deterministic_sets_the_switches():
 
 
 def test_demonstrations_are_prefetched_in_order_and_shard_invariant():
-    task = train.make_task("toy", [])
-    args = train.get_parser().parse_args(["--task", "toy", "--sft_batch_size", "12", "--sft_group", "2",
-                                          "--warm_start", "diverse"])
+    task = make_task("toy", [])
+    args = sft.SFTConfig.from_args(train.get_parser().parse_args(["--task", "toy", "--sft_batch_size", "12",
+                                                                  "--sft_group", "2", "--warm_start", "diverse"]))
     full = sft.demonstration_batch(task, args, 3)                       # 6 problems x 2 demonstrations
     part = sft.demonstration_batch(task, args, 3, "cpu", range(4, 6))   # problems 4, 5: rows 8..11
     assert len(full[0]) == 6 and full[1].shape[0] == 12 and full[0][4:] == part[0]

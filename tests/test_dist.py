@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-import dist
+from runs import dist
 from sample import generate, generate_naive, prompt_uniforms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""reproduce.py and report.py: `--quick` end to end (every table and figure the README shows), the plan's job list,
+"""results/reproduce.py, plan.py and report.py: `--quick` end to end (every table and figure the README shows), the plan's job list,
 the scheduler's warm-start rule, skipping committed runs, and the report's paired differences (per evaluation
 step) and decision rule on hand-made runs."""
 import json
@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-import report
-import reproduce
+from results import plan, report, reproduce
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,13 +20,17 @@ def quick(tmp_path_factory):
 
 
 def readme_results():
-    """The README's results section: the figures it shows and the table captions it quotes from results.md."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """results/README.md (the reproduction's write-up): the figures it shows and the table captions it quotes from
+    results.md; and the figure the top README shows."""
+    with open(os.path.join(ROOT, "results", "README.md")) as f:
         text = f.read()
-    section = text[text.index("## Results"):]
+    figures = re.findall(r"\]\(([\w.-]+\.png)\)", text)
+    captions = [" ".join(c.split()) for c in re.findall(r"results\.md: \"([^\"]+)\"", text)]  # line breaks
+    with open(os.path.join(ROOT, "README.md")) as f:
+        top = f.read()
+    section = top[top.index("## Results"):]
     section = section[:section.index("\n## ", 3)]
-    figures = re.findall(r"\(results/([\w.-]+\.png)\)", section)
-    captions = [" ".join(c.split()) for c in re.findall(r"results\.md: \"([^\"]+)\"", section)]  # line breaks
+    figures += re.findall(r"\(results/([\w.-]+\.png)\)", section)
     return figures, captions
 
 
@@ -41,10 +44,10 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
     for caption in captions:
         assert caption in text, caption
     # the per-step tables have a row per arm and evaluation step, each with its seeds
-    for label, _, _ in reproduce.MAIN:
+    for label, _, _ in plan.MAIN:
         for step in (1, 2, 3, 4):
             assert re.search(rf"^\| {re.escape(label)} \| {step} \| 2 \|", text, re.M), (label, step)
-    for label, _, _ in reproduce.BASELINES:
+    for label, _, _ in plan.BASELINES:
         assert re.search(rf"^\| {re.escape(label)} \| 4 \| 1 \|", text, re.M), label
     # the paired table has every evaluation step and k of the plan
     assert re.search(r"^\| 2 \| k=48 \| [+-]", text, re.M) and re.search(r"^\| 4 \| k=3 \| [+-]", text, re.M)
@@ -52,7 +55,7 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
 
 
 def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
-    jobs = reproduce.jobs_of(reproduce.QUICK)
+    jobs = plan.jobs_of(plan.QUICK)
     for j in jobs:
         assert (quick / "runs" / j["task"] / j["name"] / "summary.json").is_file(), j["name"]
     logs = list((quick / "runs" / "logs").glob("*.log"))
@@ -70,7 +73,7 @@ def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
     assert set(routes["arms"]) == {"grpo", "vpo"} and set(routes["arms"]["vpo"]) == {"start", "middle", "end"}
     for arm in routes["arms"].values():  # the same number of answers for both, on every maze
         for stage in arm.values():
-            quick_cfg = reproduce.QUICK
+            quick_cfg = plan.QUICK
             assert [len(a) for a in stage["answers"]] == [quick_cfg["route_answers"]] * quick_cfg["route_mazes"]
 
 
@@ -82,12 +85,12 @@ def test_a_second_invocation_trains_nothing(quick):
 
 
 def test_the_job_list_is_the_plan():
-    jobs = reproduce.jobs_of(reproduce.FULL)
+    jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
     assert len(names) == len(jobs) == 2 * 3 + 2 * 3
-    for group, arms in reproduce.GROUPS.items():
+    for group, arms in plan.GROUPS.items():
         for label, slug, flags in arms:
-            for seed in reproduce.FULL[group]["seeds"]:
+            for seed in plan.FULL[group]["seeds"]:
                 j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
                 argv = j["argv"]
                 assert argv[argv.index("--steps") + 1] == "1000" and argv[argv.index("--eval_every") + 1] == "250"
@@ -102,8 +105,8 @@ def test_the_job_list_is_the_plan():
 
 def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
     """A clone holds only the small files of finished runs (no checkpoints): those runs are not trained again."""
-    cfg = reproduce.QUICK
-    for j in reproduce.jobs_of(cfg):
+    cfg = plan.QUICK
+    for j in plan.jobs_of(cfg):
         d = tmp_path / "runs" / j["task"] / j["name"]
         d.mkdir(parents=True)
         (d / "summary.json").write_text("{}")

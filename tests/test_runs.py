@@ -17,12 +17,14 @@ import pytest
 import torch
 
 import evaluate
-import runs
 import sample
 import scripted_train
 import search
 import train
 from model import GPT, CheckpointError, GPTConfig, load_checkpoint, save_checkpoint
+from runs.checks import check_method
+from runs.cli import UsageError
+from runs.dirs import check_overwritable
 from tasks import get_task
 from tasks.toy import ToyTask
 
@@ -151,11 +153,11 @@ def test_the_files_a_run_writes_may_be_overwritten_and_nothing_else(tmp_path):
     run.mkdir()
     for name in ("ckpt.pt", "ckpt.pt.tmp123", "ckpt-step55.pt", "ckpt-step110.pt.tmp9", "log.jsonl"):
         (run / name).write_text("x")
-    runs.check_overwritable(str(run))
+    check_overwritable(str(run))
     for foreign in ("ckpt-stepX.pt", "ckpt-step55.pt.bak", "my-ckpt.pt"):
         (run / foreign).write_text("mine")
-        with pytest.raises(runs.UsageError, match=re.escape(repr(foreign))):
-            runs.check_overwritable(str(run))
+        with pytest.raises(UsageError, match=re.escape(repr(foreign))):
+            check_overwritable(str(run))
         (run / foreign).unlink()
 
 
@@ -164,8 +166,8 @@ def test_a_run_directory_that_appears_during_the_warm_start_is_kept(tmp_path, ca
     not deleted (the directory is claimed with mkdir, which fails if it exists)."""
     real = train.warm_start
 
-    def warm_start_while_another_run_finishes(args, task, device, quiet):
-        path = real(args, task, device, quiet)
+    def warm_start_while_another_run_finishes(*a, **k):
+        path = real(*a, **k)
         (tmp_path / "vpo-toy-s0").mkdir()
         (tmp_path / "vpo-toy-s0" / "summary.json").write_text("finished")
         return path
@@ -176,40 +178,24 @@ def test_a_run_directory_that_appears_during_the_warm_start_is_kept(tmp_path, ca
 
 
 # ------------------------------------------------------------------------------------- the warm-start cache
-def test_the_cache_key_covers_every_setting_the_warm_start_reads(tmp_path):
-    """Train a 1-step warm start with arguments that record what is read: each setting read either changes the
-    cache key, or is listed here as not changing the base."""
-    read = set()
-
-    class Recorder(argparse.Namespace):
-        def __getattribute__(self, name):
-            if not name.startswith("_"):
-                read.add(name)
-            return super().__getattribute__(name)
-
-    not_in_key = {"algo",                # always sft for a base
-                  "seed",                # seeds the RL generators, which the supervised steps never draw from
-                  "compile",             # the same arithmetic, up to rounding (as the device type)
-                  "eval_every", "ckpt_every", "eval_problems", "eval_answers", "eval_temperature", "quiet"}
-    args = train.get_parser().parse_args(TINY + ["--sft_steps", "1", "--warm_start", "diverse"])
-    args = Recorder(**{**vars(args), "algo": "sft", "eval_every": 0, "init_path": None})
-    cpu = torch.device("cpu")
-    train.train(args, get_task("toy"), train.new_model(args, cpu), str(tmp_path), cpu, quiet=True)
-    in_key = read - not_in_key
-    assert in_key >= {"sft_lr", "warm_start", "grad_clip", "dtype", "n_embd", "base_seed", "sft_batch_size"}
-    plain = train.get_parser().parse_args(TINY)
-    cuda = torch.device("cuda")  # base_dir reads only the device's type: bf16 autocast changes the base
-    changed = {"dtype": "float32", "task_opt": ["compromise=0.5"], "task": "maze", "warm_start": "routes",
-               "goal_prompts": True}
-    for name in in_key | {"task", "task_opt", "goal_prompts"}:  # goal_prompts: goal_cond's own warm start
-        value = changed[name] if name in changed else getattr(plain, name) + 1
-        other = argparse.Namespace(**{**vars(plain), name: value})
-        assert train.base_dir(other, cuda) != train.base_dir(plain, cuda), name
-    assert train.base_dir(argparse.Namespace(**{**vars(plain), "algo": "goal_cond"}), cpu) != train.base_dir(plain, cpu)
-    for name, value in (("lr", 1e-3), ("algo", "grpo"), ("seed", 3), ("steps", 9), ("kl_coef", 0.0),
-                        ("weight_decay", 0.5), ("beta2", 0.9)):  # RL-only optimizer settings
-        other = argparse.Namespace(**{**vars(plain), name: value})
-        assert train.base_dir(other, cpu) == train.base_dir(plain, cpu), name
+def test_the_cache_key_covers_every_setting_the_warm_start_reads():
+    """The warm start reads its model (GPTConfig), its task and options, and sft.SFTConfig, a frozen dataclass, and
+    nothing else (sft.warm_start's arguments): every field of both changes the cache key (bf16 on CUDA only: it
+    changes the rounding of the base)."""
+    from dataclasses import fields, replace
+    from runs.dirs import base_dir
+    from sft import SFTConfig
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")  # base_dir reads only the device's type
+    config, cfg = GPTConfig(block_size=96, n_layer=1, n_head=2, n_embd=32), SFTConfig()
+    key = lambda c=config, s=cfg, device=cpu, task="toy", opt=(): base_dir("out", task, list(opt), c, s, device)  # noqa
+    changed = {"style": "routes", "goal_prompts": True, "amp": False, "lr": 1e-3, "grad_clip": 0.5}
+    for f in fields(SFTConfig):
+        other = replace(cfg, **{f.name: changed[f.name] if f.name in changed else getattr(cfg, f.name) + 1})
+        assert key(s=other, device=cuda) != key(device=cuda), f.name
+    for name in ("n_layer", "n_head", "n_embd", "block_size"):
+        assert key(c=replace(config, **{name: getattr(config, name) * 2})) != key(), name
+    assert key(task="maze") != key() and key(opt=["compromise=0.5"]) != key()
+    assert key(s=replace(cfg, amp=False)) == key()   # fp32 on the CPU either way
 
 
 DRIVER = """import os, sys, time
@@ -435,21 +421,72 @@ def test_search_honours_temperature_zero(checkpoints, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------- layering
-def test_library_modules_never_import_a_command():
-    """model, sample, vpo, metrics, tasks/, evaluate, sft, runs and dist import no command (train, search, reproduce,
-    bench), not even inside a function; the tools get their run loading from runs.py."""
-    commands = {"train", "search", "reproduce", "bench"}
-    library = ["model.py", "sample.py", "vpo.py", "metrics.py", "evaluate.py", "sft.py", "runs.py", "dist.py", "rl.py",
-               *glob.glob("tasks/*.py", root_dir=ROOT)]
-    for path in library + ["search.py"]:
-        tree_ = ast.parse(open(os.path.join(ROOT, path)).read())
-        for node in ast.walk(tree_):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            for name in names:
-                assert name.split(".")[0] not in commands, (path, name)
-                assert not (path != "runs.py" and isinstance(node, ast.ImportFrom) and name == "evaluate"
-                            and "load_run" in [a.name for a in node.names]), path
+COMMANDS = {"train", "search", "results.reproduce", "bench.bench", "bench.peer_trl_grpo", "bench.peer_generate"}
+LEAVES = {"vpo": set(), "tasks": {"tasks"}}  # vpo.py and tasks/ import nothing else of ours
+
+
+def module_graph():
+    """{module: {(imported module, imported name or None), ...}} for every Python file of the repository but the
+    tests, with every import counted, including those inside functions."""
+    files = glob.glob("*.py", root_dir=ROOT) + glob.glob("*/*.py", root_dir=ROOT)
+    ours = {f[:-3].replace("/", ".").removesuffix(".__init__") for f in files if not f.startswith("tests/")}
+    graph = {}
+    for f in files:
+        if f.startswith("tests/"):
+            continue
+        mod, edges = f[:-3].replace("/", ".").removesuffix(".__init__"), set()
+        for node in ast.walk(ast.parse(open(os.path.join(ROOT, f)).read())):
+            if isinstance(node, ast.Import):
+                edges |= {(a.name, None) for a in node.names if a.name.split(".")[0] in {o.split(".")[0] for o in ours}}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    edges.add((full, None) if full in ours else (node.module, a.name))
+        graph[mod] = {(m, n) for m, n in edges if m in ours}
+    return graph
+
+
+def test_the_import_structure():
+    """No import cycle among our modules; no library module imports a command (train, search, the reproduction,
+    the benchmarks); vpo.py and tasks/ import nothing else of ours; no private name is imported across modules."""
+    graph = module_graph()
+    assert {"vpo", "model", "sample", "train", "sft", "evaluate", "metrics", "search", "tasks", "runs.cli",
+            "runs.dirs", "runs.dist", "results.reproduce", "results.report", "results.figures", "results.plan"} <= set(graph)
+    for mod, edges in graph.items():
+        targets = {m for m, _ in edges}
+        if mod not in COMMANDS and not mod.startswith(("results.", "bench.")):
+            assert not targets & COMMANDS, (mod, targets & COMMANDS)
+        for leaf, allowed in LEAVES.items():
+            if mod == leaf or mod.startswith(leaf + "."):
+                assert all(t.split(".")[0] in allowed for t in targets), (mod, targets)
+        private = [(m, n) for m, n in edges if n and n.startswith("_")]
+        assert not private, (mod, private)
+    # no cycle: a depth-first search over module -> imported module
+    state = {}
+
+    def visit(mod, path):
+        state[mod] = "open"
+        for target in sorted({m for m, _ in graph.get(mod, ())}):
+            assert state.get(target) != "open", f"import cycle: {' -> '.join(path + [target])}"
+            if target not in state:
+                visit(target, path + [target])
+        state[mod] = "done"
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+
+
+def test_the_layering_test_finds_a_cycle_and_a_private_name(tmp_path, monkeypatch):
+    """The test above can fail: a cycle and a private import planted in a copy of the graph are found."""
+    graph = module_graph()
+    graph["vpo"] = graph["vpo"] | {("train", None)}                     # vpo -> train -> vpo
+    monkeypatch.setattr(sys.modules[__name__], "module_graph", lambda: graph)
+    with pytest.raises(AssertionError):
+        test_the_import_structure()
+    graph["vpo"] = set()
+    graph["sample"] = graph["sample"] | {("model", "_place")}
+    with pytest.raises(AssertionError, match="_place"):
+        test_the_import_structure()
 
 
 def test_weight_drawing_methods_need_two_reward_dimensions():
@@ -458,6 +495,6 @@ def test_weight_drawing_methods_need_two_reward_dimensions():
         dim, demo_styles = 1, ("diverse",)
     for algo in ("goal_cond", "random_weight", "vpo"):
         args = train.get_parser().parse_args(TINY + ["--algo", algo])
-        with pytest.raises(runs.UsageError, match="--algo"):
-            train.check_method(args, OneDim())
-    train.check_method(train.get_parser().parse_args(TINY + ["--algo", "grpo"]), OneDim())
+        with pytest.raises(UsageError, match="--algo"):
+            check_method(args, OneDim())
+    check_method(train.get_parser().parse_args(TINY + ["--algo", "grpo"]), OneDim())

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-import evaluate
+import sample
 import search
 from model import GPT, GPTConfig
 from sample import Generation
@@ -66,7 +66,7 @@ def test_population_in_samples_charges_one_per_completion():
 
 
 def scripted_rollout(scripts, calls):
-    """A stand-in for evaluate.rollout: problem -> (completions, reward vectors (G, m, D), answer mask (G, m))."""
+    """A stand-in for sample.rollout: problem -> (completions, reward vectors (G, m, D), answer mask (G, m))."""
     def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, amp=True):
         calls.append((m, num_samples, temperature))
         assert all(len(scripts[p][0]) == num_samples for p in problems)
@@ -119,7 +119,7 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
     ]
     for m, unit, budget, solving_sample, solved_at, used_unsolved in cases:
         counts = {p: 0 for p in problems}
-        bases = {p: evaluate.prompt_ids(task, p, m) for p in problems}
+        bases = {p: sample.prompt_ids(task, p, m) for p in problems}
 
         def owner(prompt):
             return next(p for p in problems if prompt[:len(bases[p])] == bases[p])
@@ -156,7 +156,7 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
             return as_generation(texts)
 
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(evaluate, "generate", initial)
+            mp.setattr(sample, "generate", initial)
             mp.setattr(search, "generate", child)
             results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0)
         case = (m, unit, budget)

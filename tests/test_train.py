@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import train
+from runs.checks import group_size
+from runs.cli import answers_per_rollout
 from model import load_checkpoint
 
 TINY = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96",
@@ -55,9 +57,9 @@ def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeyp
 
 def test_match_budget_multiplies_single_answer_rollouts():
     args = train.get_parser().parse_args(["--algo", "grpo", "--match_budget", "--group_size", "8"])
-    assert train.group_size(args) == 24 and train.answers_per_rollout(args) == 1
+    assert group_size(args) == 24 and answers_per_rollout(args.algo, args.num_answers) == 1
     args = train.get_parser().parse_args(["--algo", "vpo", "--match_budget", "--group_size", "8"])
-    assert train.group_size(args) == 8 and train.answers_per_rollout(args) == 3
+    assert group_size(args) == 8 and answers_per_rollout(args.algo, args.num_answers) == 3
 
 
 def test_sft_lowers_the_loss(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import metrics
+from examples.toy import train_table
 import vpo
 
 
@@ -200,37 +201,10 @@ u = (torch.arange(20000, dtype=torch.float64) + 0.5) / 20000
 DIR11 = torch.stack([u, 1 - u], dim=-1)                  # midpoint rule for w = (u, 1-u) ~ Dir(1, 1)
 
 
-def first_occurrences(picks):
-    """answer_mask: True where slot j's answer differs from every earlier slot of the rollout."""
-    return torch.stack([~(picks[..., :j] == picks[..., j:j + 1]).any(-1) for j in range(picks.shape[-1])], -1)
-
-
 def tabular_demo(method, m=3, steps=200, B=4, G=8, lr=0.1, seed=0):
-    """Train a tabular softmax policy with this project's estimators and policy_loss; return its probs (m, 3).
-
-    GRPO: one categorical over the 3 answers (m = 1), rewarded with w*^T r. VPO: m independent categoricals, one
-    per answer slot; a rollout is one draw per slot, each slot is one token, repeated answers are masked.
-    B groups of G rollouts per step, one PPO epoch (ratio 1), Adam on the logits.
-    """
-    g = gen(seed)
-    m = 1 if method == "grpo" else m
-    logits = torch.zeros(m, 3, requires_grad=True)
-    opt = torch.optim.Adam([logits], lr=lr)
-    for _ in range(steps):
-        logp_table = torch.log_softmax(logits, dim=-1)                              # (m, 3)
-        picks = torch.multinomial(logp_table.detach().exp(), B * G, replacement=True, generator=g)
-        picks = picks.T.reshape(B, G, m)                                            # answer index per slot
-        rewards = ANSWERS[picks]                                                    # (B, G, m, D)
-        if method == "grpo":
-            adv, _ = vpo.grpo_advantages(rewards, DEPLOY)
-        else:
-            adv, _ = vpo.vpo_advantages(rewards, first_occurrences(picks), generator=g)
-        logp = logp_table[torch.arange(m), picks].reshape(B * G, m)                 # (R, T) with T = m tokens
-        loss, _ = vpo.policy_loss(logp, logp.detach(), adv.reshape(-1), torch.ones(B * G, m, dtype=torch.bool))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return torch.softmax(logits, dim=-1).detach()
+    """A tabular softmax policy trained with this project's estimators and policy_loss (examples/toy.py): GRPO one
+    categorical over the 3 answers (m = 1), VPO m independent categoricals, one per answer slot. -> probs (m, 3)."""
+    return train_table(method, m, steps, B, G, lr, seed)
 
 
 def set_objective(probs):

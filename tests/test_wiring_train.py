@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-import rl as rl_step_module
+
 import train
 import vpo
 from model import load_checkpoint
-from sample import step_seed  # noqa: F401
+from runs.seeding import step_seed  # noqa: F401
 from tasks import tokenizer as tok
 from tasks.toy import ToyTask
 
@@ -91,8 +91,8 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
     at each row's <|end|>, and before the first update the training, old and reference log-probs all equal the
     log-probs the sampler drew the tokens with (at T = 0.7, not 1)."""
     rollouts, estimates, losses, goal_weights = [], [], [], []
-    real_rollout = rl_step_module.rollout
-    monkeypatch.setattr(rl_step_module, "rollout", lambda *a, **k: rollouts.append(real_rollout(*a, **k)) or rollouts[-1])
+    real_rollout = train.rollout
+    monkeypatch.setattr(train, "rollout", lambda *a, **k: rollouts.append(real_rollout(*a, **k)) or rollouts[-1])
     for name in sorted(set(ESTIMATORS.values())):
         def record(*a, _name=name, _f=getattr(vpo, name), **k):
             goal_weights.append(k.get("weights"))
@@ -200,8 +200,8 @@ def test_the_step_seeds_every_draw(rl, monkeypatch):
     step and the prompt: two steps, and two prompts of a step, never share a sampling stream or VPO weights, and
     two steps draw different problems."""
     seeds, weights, problems = [], [], []
-    real_rollout, real_vpo = rl_step_module.rollout, vpo.vpo_advantages
-    monkeypatch.setattr(rl_step_module, "rollout", lambda *a, **k: seeds.append(k["seeds"]) or problems.append(a[2])
+    real_rollout, real_vpo = train.rollout, vpo.vpo_advantages
+    monkeypatch.setattr(train, "rollout", lambda *a, **k: seeds.append(k["seeds"]) or problems.append(a[2])
                         or real_rollout(*a, **k))
     monkeypatch.setattr(vpo, "vpo_advantages", lambda *a, **k: weights.append(k["weights"]) or real_vpo(*a, **k))
     assert rl("--algo", "vpo", "--steps", "2") == 0

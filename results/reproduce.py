@@ -1,11 +1,11 @@
 """
 The reproduction pre-registered in results/PLAN.md (v3): every arm, seed and evaluation, then the tables and figures.
 
-    python reproduce.py              # the whole plan (about 3.5 hours on 2 CPU cores; resumable, see below)
-    python reproduce.py --quick      # the same jobs on a tiny model, about 30 s (numbers near zero)
-    python reproduce.py --report     # only rewrite results.md and the figures from the finished runs
+    python -m results.reproduce             # the whole plan (about 3.5 hours on 2 CPU cores; resumable, below)
+    python -m results.reproduce --quick     # the same jobs on a tiny model, about 30 s (numbers near zero)
+    python -m results.reproduce --report    # only rewrite results.md and the figures from the finished runs
 
-Arms (MAIN and BASELINES below; the plan says why each is there), all on the paper-style maze from the default
+Arms (MAIN and BASELINES in results/plan.py; PLAN.md says why each is there), all on the paper-style maze from the default
 `routes` warm start, every answer in its own room (sample.AnswerBudget):
   main       GRPO and VPO, 3 RL seeds, trained long enough for GRPO to narrow (1000 steps), evaluated at 4 points
              along training on the same held-out mazes, weights kept at those evaluations.
@@ -15,7 +15,7 @@ Arms (MAIN and BASELINES below; the plan says why each is there), all on the pap
 Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/maze/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
 eval.jsonl under results/runs/) is skipped, an interrupted one resumed from its checkpoint if there is one;
-results.md is rewritten after every finished run. Tables: report.py; figures: report_figures.py.
+results.md is rewritten after every finished run. Tables: report.py; figures: figures.py.
 """
 import argparse
 import concurrent.futures as cf
@@ -26,57 +26,18 @@ import os
 import sys
 import time
 
-MAIN = [("GRPO", "grpo", ["--algo", "grpo"]),
-        ("VPO", "vpo", ["--algo", "vpo"])]
-BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
-             ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"])]
-
-FULL = {
-    "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
-    "route_mazes": 4, "route_answers": 12,
-}
-QUICK = {
-    "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
-    "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
-    "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
-               "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
-               "--sft_batch_size", "8"],
-    "route_mazes": 2, "route_answers": 3,
-}
-GROUPS = {"main": MAIN, "baselines": BASELINES}
-
-
-def jobs_of(cfg):
-    """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
-    cut short has both main arms for its first seeds), then the baselines seed by seed.
-    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name."""
-    def job(group, label, slug, flags, seed):
-        g = cfg[group]
-        # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
-        base_eval = [] if (group == "main" and seed == g["seeds"][0]) else ["--no_base_eval"]
-        argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
-                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, "--keep_eval_ckpts", *base_eval,
-                *cfg["common"], "--quiet"]
-        return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
-                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}"}
-    return [job(group, label, slug, flags, seed) for group in ("main", "baselines") for seed in cfg[group]["seeds"]
-            for label, slug, flags in GROUPS[group]]
+from results.plan import FULL, QUICK, jobs_of, run_dir
 
 
 def base_path(job, out):
-    """The cached warm start this job's run uses (runs.base_dir on CPU, --warm_start resolved as train.py does)."""
+    """The cached warm start this job's run uses (on CPU, --warm_start resolved as train.py does)."""
     import torch
     import train
-    from runs import base_dir, make_task
+    from runs.checks import check_method
+    from runs.cli import make_task
     args = train.get_parser().parse_args(job["argv"] + ["--out_dir", os.path.join(out, "runs", job["task"])])
-    train.check_method(args, make_task(args.task, args.task_opt))
-    return os.path.join(base_dir(args, torch.device("cpu")), "ckpt.pt")
-
-
-def run_dir(out, job):
-    return os.path.join(out, "runs", job["task"], job["name"])
+    check_method(args, make_task(args.task, args.task_opt))
+    return train.base_path(args, torch.device("cpu"))
 
 
 def _init_worker(threads):
@@ -155,7 +116,7 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
 
 
 def main(argv=None):
-    from runs import COUNT, Parser, UsageError
+    from runs.cli import COUNT, Parser, UsageError
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the same jobs on a tiny model, about 30 s")
     ap.add_argument("--out", default=None, help="output directory (default results/, or results-quick/)")
@@ -169,9 +130,10 @@ def main(argv=None):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from report import write_report
+    from results.report import write_report
     cfg = QUICK if args.quick else FULL
-    title = "python reproduce.py" + " ".join(["", *(argv if argv is not None else sys.argv[1:])])
+    given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # --report only rewrites
+    title = "python -m results.reproduce" + " ".join(["", *given])
     t0 = time.perf_counter()
     failed = []
     if not args.report:

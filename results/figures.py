@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
-from plots import plot_scatter, plt, read_jsonl, smooth
-from report import KS, at_step, base_metrics, eval_steps, value
+from results.plan import KS, at_step, base_metrics, eval_steps, value
+from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
 MAZE_COLOURS = {"#": "#3b3b3b", ".": "#ffffff", "S": "#6fcf6f", "E": "#e06666", "G": "#f4c542", "*": "#6ec6f0",
@@ -34,29 +34,6 @@ def _label(ax, title, xlabel):
 def _mean_std(rows):
     rows = np.asarray(rows, dtype=float)
     return rows.mean(axis=0), rows.std(axis=0)
-
-
-def _k_panel(ax, runs, key, ks, bases, title):
-    for i, (label, rs) in enumerate(runs.items()):
-        ks_here = [k for k in ks if value(rs[0]["summary"]["metrics"], key, k) is not None]
-        mu, sd = _mean_std([[value(r["summary"]["metrics"], key, k) for k in ks_here] for r in rs])
-        ax.plot(ks_here, mu, marker="o", color=f"C{i}", label=f"{label} ({len(rs)})")
-        ax.fill_between(ks_here, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
-    for style, (label, m) in zip((":", "--"), bases):
-        if m:
-            ks_here = [k for k in ks if value(m, key, k) is not None]
-            ax.plot(ks_here, [value(m, key, k) for k in ks_here], style, color="gray", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(ks), [str(k) for k in ks])
-    _label(ax, title, "k (answers)")
-
-
-def best_at_k_figure(runs, bases, panels, path, suptitle):
-    """panels: [(metric key, ks, title)]; one line per arm, mean ± std over seeds, bases dashed."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    for ax, (key, ks, title) in zip(axes[0], panels):
-        _k_panel(ax, runs, key, ks, bases, title)
-    _save(fig, axes[0][0], path, suptitle)
 
 
 def training_figure(runs, path, suptitle):
@@ -112,9 +89,9 @@ def route_answers(cfg, out, main):
             return json.load(f)
     import torch
 
-    from evaluate import rollout
     from model import load_checkpoint
-    from sample import step_seed
+    from runs.seeding import step_seed
+    from sample import rollout
     runs = {r["slug"]: r for rs in main.values() for r in rs if r["seed"] == 0 and r["slug"] in ("grpo", "vpo")}
     if len(runs) < 2:
         return None
@@ -147,8 +124,8 @@ def route_answers(cfg, out, main):
 
 def _path(problem, route):
     """Cells (row, col) visited by a route from S, stopping at E or the budget; None if not a move string."""
-    from tasks.maze import MOVES, _ROUTE
-    if not route or not _ROUTE.fullmatch(route):
+    from tasks.maze import MOVES, ROUTE
+    if not route or not ROUTE.fullmatch(route):
         return None
     lay = problem.layout
     pos, cells = lay.start, [divmod(lay.start, lay.W)]
@@ -226,7 +203,7 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(KS), [str(k) for k in KS])
         _label(ax, f"step {step}", "k (answers)")
-    axes[0][0].set_ylabel(key.replace("@k", "@k"))
+    axes[0][0].set_ylabel({"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)"}.get(key, key))
     _save(fig, axes[0][0], path, suptitle)
 
 

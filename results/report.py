@@ -11,47 +11,8 @@ import os
 
 import numpy as np
 
-KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
+from results.plan import KS, read_jsonl_or_empty, read_json, at_step, base_metrics, eval_steps, finished_runs, value
 
-
-# ------------------------------------------------------------------------------------------------ reading
-def _read(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def _jsonl(path):
-    from plots import read_jsonl
-    return read_jsonl(path) if os.path.isfile(path) else []
-
-
-def finished_runs(cfg, out, group):
-    """{label: [run, ...] over the group's seeds that finished}; run = dict(seed, slug, dir, summary, evals, log)."""
-    from reproduce import GROUPS, jobs_of, run_dir
-    runs = {label: [] for label, _, _ in GROUPS[group]}
-    for j in jobs_of(cfg):
-        directory = run_dir(out, j)
-        if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):
-            runs[j["label"]].append({"seed": j["seed"], "slug": j["slug"], "dir": directory,
-                                     "summary": _read(os.path.join(directory, "summary.json")),
-                                     "evals": _jsonl(os.path.join(directory, "eval.jsonl")),
-                                     "log": _jsonl(os.path.join(directory, "log.jsonl"))})
-    return {label: r for label, r in runs.items() if r}
-
-
-def value(metrics, key, k):
-    """metrics[key][k] (json keys are strings), or None where the metric has no such k (whole-rollout k < m)."""
-    table = metrics.get(key) or {}
-    return table.get(str(k), table.get(k))
-
-
-def base_metrics(runs, slug):
-    """The base evaluation stored by the run `slug` (its seed-0 run evaluates the base), or None."""
-    for rs in runs.values():
-        for r in rs:
-            if r["slug"] == slug and r["summary"].get("base_metrics"):
-                return r["summary"]["base_metrics"]
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -130,24 +91,18 @@ def step_table(runs, key, ks, bases):
 
 
 def scalar_step_table(runs, keys, bases):
-    """Scalar metrics (diversity, valid rate, ...) per arm and evaluation step, mean ± std over seeds."""
+    """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
+    def get(metrics, key, k):
+        return metrics.get(key) if k is None else value(metrics, key, k)
     rows = []
     for label, rs in runs.items():
         base = bases.get(rs[0]["summary"]["metrics"]["m"])
         if base:
-            rows.append([label, "0 (base)", "-"] + [pm([_scalar(base, key)]) for key, _ in keys])
+            rows.append([label, "0 (base)", "-"] + [pm([get(base, key, k)]) for key, k, _ in keys])
         for step in eval_steps(rs):
             ms = [at_step(r, step) for r in rs if at_step(r, step)]
-            rows.append([label, str(step), str(len(ms))] + [pm([_scalar(m, key) for m in ms]) for key, _ in keys])
-    return table(["method", "step", "seeds"] + [name for _, name in keys], rows)
-
-
-def _scalar(metrics, key):
-    """metrics[key], or key = 'name@k' for metrics[name][k]."""
-    if "@" in key and key.split("@")[-1].isdigit():
-        name, k = key.rsplit("@", 1)
-        return value(metrics, name + "@k", int(k))
-    return metrics.get(key)
+            rows.append([label, str(step), str(len(ms))] + [pm([get(m, key, k) for m in ms]) for key, k, _ in keys])
+    return table(["method", "step", "seeds"] + [name for _, _, name in keys], rows)
 
 
 def other_table(runs, task, bases=(), k=48):
@@ -173,32 +128,21 @@ def other_table(runs, task, bases=(), k=48):
                  + [f"mean {d}" for d in dims or []] + ["train s"], rows)
 
 
-def eval_steps(rs):
-    return sorted({e["step"] for r in rs for e in r["evals"]} | {r["summary"]["args"]["steps"] for r in rs})
-
-
-def at_step(r, step):
-    """Metrics of run r at an evaluation step (the final evaluation at its last step)."""
-    if step == r["summary"]["args"]["steps"]:
-        return r["summary"]["metrics"]
-    return next((e for e in r["evals"] if e["step"] == step), None)
-
-
 def compute_seconds(out):
     """Seconds inside the runs (warm start, RL, evaluations), read back from their files."""
     total = 0.0
     for root, _, files in os.walk(os.path.join(out, "runs")):
         if "summary.json" in files:
-            s = _read(os.path.join(root, "summary.json"))
+            s = read_json(os.path.join(root, "summary.json"))
             total += s["train_seconds"] + s["eval_seconds"]
         elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
-            total += _jsonl(os.path.join(root, "log.jsonl"))[-1]["seconds"]
+            total += read_jsonl_or_empty(os.path.join(root, "log.jsonl"))[-1]["seconds"]
     return total
 
 
 def wall_seconds(out):
     """Wall-clock time of the reproduce.py invocations that ran jobs (runs/timeline.jsonl)."""
-    return sum(row["end"] - row["start"] for row in _jsonl(os.path.join(out, "runs", "timeline.jsonl")))
+    return sum(row["end"] - row["start"] for row in read_jsonl_or_empty(os.path.join(out, "runs", "timeline.jsonl")))
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -222,9 +166,9 @@ def write_report(cfg, out, title, figures=True):
         lines += step_table(runs, "best@k", KS[1:], bases) + [""]
         lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k")
         lines += ["Diversity and the answers at each evaluation step (48 answers per maze):", ""]
-        lines += scalar_step_table(runs, [("diversity", "diversity"), ("valid_rate", "valid"),
-                                          ("distinct_rate", "distinct"), ("pass@48", "pass@48 (reach E)"),
-                                          ("E_w[best@48]", "E_w[best@48]"), ("pareto_frac", "Pareto frac.")],
+        lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
+                                          ("distinct_rate", None, "distinct"), ("pass@k", 48, "pass@48 (reach E)"),
+                                          ("E_w[best@k]", 48, "E_w[best@48]"), ("pareto_frac", None, "Pareto frac.")],
                                    bases) + [""]
         for other in ("Max@k", "Multi-RLVR"):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k")
@@ -234,7 +178,7 @@ def write_report(cfg, out, title, figures=True):
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
     if figures:
-        from report_figures import write_figures
+        from results.figures import write_figures
         lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, runs))]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -28,7 +28,7 @@ def setup(device):
     torchrun."""
     if "RANK" not in os.environ or td.is_initialized():
         return device
-    if device.type == "cuda":  # runs.pick_device gave cuda:LOCAL_RANK
+    if device.type == "cuda":  # runs.cli.pick_device gave cuda:LOCAL_RANK
         torch.cuda.set_device(device)
     td.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     return device

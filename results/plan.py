@@ -1,0 +1,103 @@
+"""
+The reproduction's plan as code (results/PLAN.md is the reasoning and the decision rule): the arms, seeds,
+lengths and evaluations of every run (MAIN, BASELINES, FULL; QUICK: the same jobs on a tiny model), the job list,
+and reading the finished runs back (summary.json, eval.jsonl, log.jsonl). reproduce.py runs the jobs; report.py
+and figures.py read them. Imports nothing of the reproduction's, so there is no cycle.
+"""
+import json
+import os
+
+KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
+
+MAIN = [("GRPO", "grpo", ["--algo", "grpo"]),
+        ("VPO", "vpo", ["--algo", "vpo"])]
+BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
+             ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"])]
+
+FULL = {
+    "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
+    "route_mazes": 4, "route_answers": 12,
+}
+QUICK = {
+    "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
+    "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
+    "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
+               "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
+               "--sft_batch_size", "8"],
+    "route_mazes": 2, "route_answers": 3,
+}
+GROUPS = {"main": MAIN, "baselines": BASELINES}
+
+
+def jobs_of(cfg):
+    """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
+    cut short has both main arms for its first seeds), then the baselines seed by seed.
+    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name."""
+    def job(group, label, slug, flags, seed):
+        g = cfg[group]
+        # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
+        base_eval = [] if (group == "main" and seed == g["seeds"][0]) else ["--no_base_eval"]
+        argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
+                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, "--keep_eval_ckpts", *base_eval,
+                *cfg["common"], "--quiet"]
+        return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
+                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}"}
+    return [job(group, label, slug, flags, seed) for group in ("main", "baselines") for seed in cfg[group]["seeds"]
+            for label, slug, flags in GROUPS[group]]
+
+
+def run_dir(out, job):
+    return os.path.join(out, "runs", job["task"], job["name"])
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_jsonl_or_empty(path):
+    from runs.plots import read_jsonl
+    return read_jsonl(path) if os.path.isfile(path) else []
+
+
+def finished_runs(cfg, out, group):
+    """{label: [run, ...] over the group's seeds that finished}; run = dict(seed, slug, dir, summary, evals, log)."""
+    runs = {label: [] for label, _, _ in GROUPS[group]}
+    for j in jobs_of(cfg):
+        directory = run_dir(out, j)
+        if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):
+            runs[j["label"]].append({"seed": j["seed"], "slug": j["slug"], "dir": directory,
+                                     "summary": read_json(os.path.join(directory, "summary.json")),
+                                     "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl")),
+                                     "log": read_jsonl_or_empty(os.path.join(directory, "log.jsonl"))})
+    return {label: r for label, r in runs.items() if r}
+
+
+def value(metrics, key, k):
+    """metrics[key][k] (json keys are strings), or None where the metric has no such k (whole-rollout k < m)."""
+    table = metrics.get(key) or {}
+    return table.get(str(k), table.get(k))
+
+
+def base_metrics(runs, slug):
+    """The base evaluation stored by the run `slug` (its seed-0 run evaluates the base), or None."""
+    for rs in runs.values():
+        for r in rs:
+            if r["slug"] == slug and r["summary"].get("base_metrics"):
+                return r["summary"]["base_metrics"]
+    return None
+
+
+def eval_steps(rs):
+    return sorted({e["step"] for r in rs for e in r["evals"]} | {r["summary"]["args"]["steps"] for r in rs})
+
+
+def at_step(r, step):
+    """Metrics of run r at an evaluation step (the final evaluation at its last step)."""
+    if step == r["summary"]["args"]["steps"]:
+        return r["summary"]["metrics"]
+    return next((e for e in r["evals"] if e["step"] == step), None)
+
+

@@ -1,0 +1,152 @@
+"""
+The command lines' shared pieces: one-line errors for user mistakes (UsageError, Parser, the number types),
+task options, devices, and loading a train.py run for evaluate.py, sample.py and search.py.
+
+    args = Parser().parse_args(argv)              # a mistake raises UsageError: "error: ..." and exit code 2
+    model, args, task, m = load_run("out/vpo-maze-s0/ckpt.pt")
+"""
+import argparse
+import math
+import os
+
+import torch
+
+import vpo
+from model import CheckpointError, load_checkpoint
+from tasks import get_task
+
+MAX_PROBLEMS = 10_000        # the most problems a command draws at once (toy has 1222 test problems)
+MAX_SEED = 2**32 - 1
+
+class UsageError(Exception):
+    """A mistake in the command line: reported in one line, exit code 2, nothing on disk touched."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line) instead of printing usage and exiting."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def number(cast=float, low=-math.inf, high=math.inf, above=None):
+    """An argparse type: a finite int or float in [low, high] (or > above). E.g. number(float, above=0) for a
+    learning rate, number(int, 1) for a count. nan and inf are refused everywhere."""
+    def parse(text):
+        try:
+            x = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if cast is int else 'a number'}, got {text!r}")
+        bounds = [f"> {above}"] if above is not None else [f">= {low}"] if low > -math.inf else []
+        bounds += [f"<= {high}"] if high < math.inf else []
+        ok = math.isfinite(x) and low <= x <= high and (above is None or x > above)
+        if not ok:
+            raise argparse.ArgumentTypeError(f"must be a finite number {' and '.join(bounds)}, got {text}")
+        return x
+    parse.__name__ = cast.__name__
+    return parse
+
+
+COUNT = number(int, 1)                     # a positive integer
+SEED = number(int, 0, MAX_SEED)
+PROBLEMS = number(int, 1, MAX_PROBLEMS)
+
+
+def parse_task_options(items):
+    """["size=9", "n_gold=2"] -> {"size": 9, "n_gold": 2}; values read as int, then float, else string."""
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--task_opt must be KEY=VALUE, got {item!r}")
+        if key in options:
+            raise UsageError(f"--task_opt {key} is given twice")
+        for cast in (int, float, str):
+            try:
+                options[key] = cast(value)
+                break
+            except ValueError:
+                pass
+    return options
+
+
+def make_task(name, task_opt, probe=(("train", 1),)):
+    """The task with the command line's options. probe: (split, n) draws made now (seed 0), so that options
+    which cannot generate problems fail here in one line, not as a traceback hours later."""
+    try:
+        task = get_task(name, **parse_task_options(task_opt))
+        for split, n in probe:
+            task.problems(split, n, seed=0)
+    except (TypeError, ValueError, RuntimeError) as e:  # the task refusing its options, or failing to draw
+        raise UsageError(f"--task {name}{''.join(' --task_opt ' + o for o in task_opt)}: {e}") from None
+    return task
+
+
+def answers_per_rollout(algo, num_answers):
+    """m: answers per rollout of a method (vpo.METHODS); a warm-start base (sft) is evaluated as a multi-answer
+    model."""
+    return num_answers if algo == "sft" or vpo.METHODS[algo].multi_answer else 1
+
+
+def pick_device(name):
+    """--device: auto (cuda, then mps, then cpu), cpu, cuda or mps; under torchrun, cuda is this process's GPU
+    (cuda:LOCAL_RANK)."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    if name not in ("cpu", "cuda", "mps") or (name == "cuda" and not torch.cuda.is_available()) \
+            or (name == "mps" and not torch.backends.mps.is_available()):
+        raise UsageError(f"--device {name!r} is not available here (choose auto, cpu, cuda or mps)")
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    return torch.device(name)
+
+
+def use_amp(dtype, run_dtype="auto"):
+    """--dtype of a tool (auto: the run's own --dtype) -> whether to sample under bf16 autocast (CUDA only)."""
+    return (run_dtype if dtype == "auto" else dtype) != "float32"
+
+
+def set_deterministic():
+    """--deterministic: PyTorch's deterministic kernels (a warning, not an error, for an op that has none) and the
+    fixed cuBLAS workspace they need (set before cuBLAS is first used). Process-wide; CPU runs need neither."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def load_model(path, device="cpu", need=()):
+    """load_checkpoint, its errors as UsageError; need: keys the checkpoint must hold (e.g. args, step, rng)."""
+    try:
+        model, state = load_checkpoint(path, device)
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    missing = [k for k in need if k not in state]
+    if missing:
+        raise UsageError(f"{path} is not a train.py run checkpoint (no {', '.join(missing)})")
+    return model, state
+
+
+def load_run(path, device="cpu", probe=(("test", 1),)):
+    """A train.py checkpoint for the command-line tools: -> (model in eval mode, its args, its task, its m).
+    Raises UsageError for a missing, corrupt or foreign checkpoint, or one whose task cannot be built."""
+    model, state = load_model(path, device, need=("args",))
+    try:
+        args = argparse.Namespace(**state["args"])
+        task_name, task_opt, m = args.task, list(args.task_opt), answers_per_rollout(args.algo, args.num_answers)
+    except (AttributeError, TypeError, KeyError):
+        raise UsageError(f"{path} is not a train.py run checkpoint (its args lack task, task_opt or algo)") from None
+    return model.eval(), args, make_task(task_name, task_opt, probe), m
+
+
+def test_problems(task, n, flag="--problems"):
+    """n held-out problems (seed 0, as every command draws them), or a UsageError naming the flag."""
+    try:
+        return task.problems("test", n, seed=0)
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(f"{flag} {n}: {e}") from None
+
+
+def given_flags(parser, argv):
+    """{dest: value} of the flags argv sets explicitly (parsed again with no defaults)."""
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return vars(parser.parse_args(argv))

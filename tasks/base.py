@@ -1,0 +1,143 @@
+"""
+The Task interface and the split rule shared by every task (tasks/__init__.py builds a task by name).
+
+Vector-reward tasks. Every task turns a problem into a prompt, reads m answers out of a completion, and scores
+each answer with a reward vector r(x, y) in [0, 1]^D.
+
+    task = get_task("maze")
+    probs = task.problems("train", 100, seed=0)
+    text = task.prompt(probs[0], m=3)              # what the model is conditioned on
+    rewards, mask = task.score_rollouts(probs[0], completions, m=3)   # (G, m, D), (G, m)
+
+Completion format (shared by all tasks): the m answers joined by the answer separator <|sep|>; the sampler
+stops at <|end|>, which is not part of the completion text. Answers past the m-th are ignored, missing ones
+are '' and score zero. Every answer has its own room of answer_tokens tokens, the whole budget of a
+single-answer completion: the sampler closes an answer that fills it (sample.AnswerBudget).
+"""
+import hashlib
+
+import numpy as np
+
+from tasks.tokenizer import SEP, encode
+
+
+def in_test_split(key: str) -> bool:
+    """The split rule of every task: a problem is a test problem iff a stable hash (blake2b, not Python's salted
+    hash) of its canonical key is 0 mod 8. Disjoint by construction, whatever seeds draw the problems."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") % 8 == 0
+
+
+class Task:
+    """The interface train.py and the evaluation use. Subclasses fill in the task-specific methods."""
+    name: str = "task"
+    objectives: list[str] = []        # the D reward-dimension names
+    deploy_weights: np.ndarray = None  # (D,), sums to 1: the fixed scalar w* that GRPO trains on and best@k scores
+    demo_styles: tuple = ("diverse",)  # the demonstration styles the task supports
+
+    # --- task-specific -------------------------------------------------------------------------------------
+    def problems(self, split: str, n: int, seed: int) -> list:
+        """n problems of the split ("train" or "test"); the two splits never share a problem."""
+        raise NotImplementedError
+
+    def prompt(self, problem, m: int) -> str:
+        """The prompt text asking for m answers."""
+        raise NotImplementedError
+
+    def demonstration(self, problem, m: int, rng: np.random.Generator, style: str = "diverse") -> str:
+        """A completion with m answers for the supervised warm start (no <|end|>), in one of demo_styles:
+        "diverse" shows answers across the trade-offs; "routes" (maze) shows answers chosen without looking at
+        the rewards (they teach the format and reaching a valid answer, not which answers score well).
+        Unknown styles raise ValueError."""
+        raise NotImplementedError
+
+    def score(self, problem, answer: str) -> np.ndarray:
+        """Reward vector r(x, y) in [0, 1]^D of one answer string. Never raises; junk scores zeros."""
+        raise NotImplementedError
+
+    def solved(self, vector: np.ndarray) -> bool:
+        """Whether an answer with this reward vector solves the problem (what pass@k counts)."""
+        raise NotImplementedError
+
+
+    def solved_hidden(self, problem, answer: str) -> bool:
+        """Solved on held-out checks too; tasks without hidden tests fall back to solved(score(...))."""
+        return self.solved(self.score(problem, answer))
+
+    def plot_axes(self, vectors: np.ndarray):
+        """Two coordinates per reward vector (n, D) -> ((n, 2), axis labels) for the answer scatter plots:
+        by default the first two objectives."""
+        return np.asarray(vectors)[:, :2], tuple(self.objectives[:2])
+
+    # --- shared --------------------------------------------------------------------------------------------
+    def check_style(self, style: str):
+        """ValueError unless the task writes demonstrations in this style."""
+        if style not in self.demo_styles:
+            raise ValueError(f"task {self.name} has no demonstration style {style!r}; "
+                             f"its styles: {', '.join(self.demo_styles)}")
+
+    @property
+    def dim(self) -> int:
+        return len(self.objectives)
+
+    @property
+    def answer_tokens(self) -> int:
+        """The room of one answer, in tokens: a single-answer completion's whole budget (its <|end|> included).
+        Every answer of an m-answer completion gets this same room (sample.AnswerBudget): one answer never takes
+        another's tokens. The task's default (default_answer_tokens) unless set with the option answer_tokens."""
+        return getattr(self, "_answer_tokens", None) or self.default_answer_tokens()
+
+    def default_answer_tokens(self) -> int:
+        """Task-specific: tokens enough for the longest demonstration answer and its closing token."""
+        raise NotImplementedError
+
+    def set_answer_tokens(self, n: int):
+        """The option answer_tokens=n (any task): ValueError unless n is an int >= 2 (an answer and its end)."""
+        if type(n) is not int or n < 2:
+            raise ValueError(f"answer_tokens must be an int >= 2 (one answer token and its closing token), got {n!r}")
+        self._answer_tokens = n
+
+    def check_demonstration(self, text: str, m: int):
+        """ValueError unless every answer of a demonstration, with its closing separator or <|end|>, fits the
+        answer's room (answer_tokens): a warm start must never show an answer the sampler would cut."""
+        for answer in text.split(SEP)[:m]:
+            need = len(encode(answer)) + 1
+            if need > self.answer_tokens:
+                raise ValueError(f"answer_tokens={self.answer_tokens} is below what a demonstration answer needs "
+                                 f"({need} tokens, its end included)")
+
+    def max_new_tokens(self, m: int) -> int:
+        """The longest completion of m answers: m answers of answer_tokens each, and after each but the last the
+        separator the sampler writes when that answer fills its room. m = 1: exactly answer_tokens."""
+        return m * self.answer_tokens + m - 1
+
+    def parse(self, completion: str, m: int) -> list[str]:
+        """Exactly m answer strings: split on <|sep|>, strip spaces, drop extras, pad with ''."""
+        answers = [a.strip() for a in completion.split(SEP)][:m]
+        return answers + [""] * (m - len(answers))
+
+    @staticmethod
+    def format_answers(answers: list[str]) -> str:
+        """Inverse of parse for clean answers: join with <|sep|>."""
+        return SEP.join(answers)
+
+    def score_rollouts(self, problem, completions: list[str], m: int):
+        """G completions of one prompt -> rewards (G, m, D) float32 and answer_mask (G, m) bool.
+
+        An answer is masked out when it is missing ('') or repeats an earlier answer of the same rollout
+        (duplicates count once, as in the paper). Masked answers get zero vectors.
+        """
+        G, D = len(completions), self.dim
+        rewards = np.zeros((G, m, D), dtype=np.float32)
+        mask = np.zeros((G, m), dtype=bool)
+        cache = {}  # the same answer string often appears in many rollouts of one group
+        for g, completion in enumerate(completions):
+            seen = set()
+            for j, answer in enumerate(self.parse(completion, m)):
+                if answer == "" or answer in seen:
+                    continue
+                seen.add(answer)
+                if answer not in cache:
+                    cache[answer] = self.score(problem, answer)
+                rewards[g, j] = cache[answer]
+                mask[g, j] = True
+        return rewards, mask
