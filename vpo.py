@@ -23,6 +23,8 @@ scalar that was normalized (docs/paper.md, "Baselines"):
   Max@k           s_i = (1/C(G,k)) sum_{k-subsets S with i} max_{j in S} w*^T r_j   max_at_k_advantages
   MaxRL           A_g = (s_g - mean_group s) / (mean_group s + eps)                 maxrl_advantages
 
+METHODS, at the end, is the one table of methods: for each --algo its answers per rollout, the weights it draws
+and how its estimator is called; train.py, the command-line checks and the evaluation ask it, nothing else does.
 The evaluation metrics (best@k, pass@k, E_w[best@k], diversity, Pareto) live in metrics.py.
 
 Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
