@@ -107,8 +107,8 @@ def route_answers(cfg, out, main):
                  "end": (steps, os.path.join(r["dir"], "ckpt.pt"))}
         result["arms"][slug] = {}
         for stage, (step, ckpt) in ckpts.items():
-            if not os.path.isfile(ckpt):
-                continue
+            if not os.path.isfile(ckpt):  # a clone holds no weights: no figure, nothing cached
+                return None
             model = load_checkpoint(ckpt)[0].eval()
             n_roll = max(1, cfg["route_answers"] // m)
             with torch.no_grad():
