@@ -8,7 +8,7 @@ One forward path serves training, scoring and sampling:
     x = model(idx, head=False)             # (B, T, n_embd): the last block's output, before ln_f and the head
 
 Shared prompt blocks. A prompt with G continuations is encoded once and its keys and values are shared by the
-G rows, both when sampling (sample.KVCache, no gradients) and when scoring completions for training
+G rows, both when sampling (kv_cache.KVCache, no gradients) and when scoring completions for training
 (SharedPrefix, gradients flow into the prompt's part). Prompts of different lengths are left-padded to a common length and
 positions are explicit per row, so pad slots shift nothing and are never attended to.
 

@@ -6,7 +6,8 @@ import torch
 
 from model import (GPT, CheckpointError, GPTConfig, load_checkpoint, pack, pack_shared, save_checkpoint,
                    shared_token_logprobs, token_logprobs)
-from sample import KVCache, generate, generate_naive, sampling_logprobs
+from kv_cache import KVCache
+from sample import generate, generate_naive, sampling_logprobs
 from tasks import tokenizer as tok
 
 CFG = GPTConfig(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_head=2, n_embd=32)
