@@ -10,6 +10,7 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
     pooled_best@k  the authors' definition: all answers of a problem in one pool, k drawn from it
                    (rollout boundaries ignored), exact expectation; k = 1 included  metrics.best_at_k(pooled=True)
     pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   metrics.best_at_k on 0/1 scores
+    pooled_pass@k  pass@k over the authors' pool (k = 1 included: the fraction of answer slots that solve)
     pass@k_hidden  solved on the task's hidden tests too (code)
     E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  metrics.expected_best_at_k
     diversity      mean pairwise L1 distance between the answers' reward vectors  metrics.diversity
@@ -86,8 +87,11 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                 acc[f"E_w[best@{k}"] = expected_best_at_k(r, k, weights_n, mask=a)
             # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
             slots, written = slot_rewards(r, a, answers), torch.tensor([[y != "" for y in ys] for ys in answers])
+            solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
+                                         for g in range(n_roll)])   # repeats solve too, as in the pool above
             for k in pooled_ks:
                 acc[f"pooled@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
+                acc[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
@@ -118,6 +122,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
         key = {"E_w[best": "E_w[best@k]"}.get(name, f"{name}@k")
         metrics[key] = {k: float(np.mean(acc[f"{name}@{k}"])) for k in ks}
     metrics["pooled_best@k"] = {k: float(np.mean(acc[f"pooled@{k}"])) for k in pooled_ks}
+    metrics["pooled_pass@k"] = {k: float(np.mean(acc[f"pooled_pass@{k}"])) for k in pooled_ks}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
     metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)

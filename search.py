@@ -93,6 +93,9 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
            seed=0, amp=True):
     """Evolutionary search on every problem at once. -> list of dicts: solved_at (budget spent when the first
     solving program appeared, or None), used (<= budget), population size, best program."""
+    if budget < min_budget(m, unit, parents_per_round):
+        raise ValueError(f"budget {budget} {unit} is below one round of the search (one initial sample and "
+                         f"{parents_per_round} children: {min_budget(m, unit, parents_per_round)} {unit} at m = {m})")
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -139,6 +142,38 @@ def solved_by_budget(results, budgets):
     return {b: sum(r["solved_at"] is not None and r["solved_at"] <= b for r in results) for b in budgets}
 
 
+@torch.no_grad()
+def sample_until_solved(model, task, problems, m, budget, unit="answers", temperature=1.0, seed=0, chunk=64,
+                        amp=True):
+    """Best-of-k sampling with the search's budget, as the baseline the search must beat: fresh samples from the
+    plain prompt, `chunk` at a time per problem, until one answer solves or the budget is spent (counted as
+    Population counts it, so solved_at means the same as evolve's). -> list of dicts like evolve's."""
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(seed)
+    pops = [Population(task, p, budget, m, unit) for p in problems]
+    while not all(pop.done for pop in pops):
+        open_ = [pop for pop in pops if not pop.done]
+        n = max(1, min(chunk, min((pop.budget - pop.used) // pop.cost for pop in open_)))
+        _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in open_], m, n, temperature, generator,
+                                    amp=amp)
+        for i, pop in enumerate(open_):
+            for t in texts[i * n:(i + 1) * n]:
+                pop.add(task.parse(t, m))
+    return [{"solved_at": pop.solved_at, "used": pop.used, "population": len(pop.answers)} for pop in pops]
+
+
+def solved_only_by(a, b):
+    """The paper's count: problems that some run of method a solves and no run of method b ever does.
+    a, b: one collection of solved problem ids per run (e.g. per seed) -> (only a, only b, both), sorted lists."""
+    union_a, union_b = set().union(*map(set, a)), set().union(*map(set, b))
+    return sorted(union_a - union_b), sorted(union_b - union_a), sorted(union_a & union_b)
+
+
+def min_budget(m, unit="answers", parents_per_round=8):
+    """The smallest budget evolve accepts: one initial sample and one round of children."""
+    return (m if unit == "answers" else 1) * (1 + parents_per_round)
+
+
 def main(argv=None):
     from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,6 +195,9 @@ def main(argv=None):
         device = pick_device(args.device)
         model, run, task, m = load_run(args.ckpt, device)
         problems = test_problems(task, args.problems)
+        if args.mode == "evolve" and args.budget < min_budget(m, args.unit):
+            raise UsageError(f"--budget {args.budget}: below one round of the search ({min_budget(m, args.unit)} "
+                             f"{args.unit} at m = {m}: one initial sample and 8 children)")
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

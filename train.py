@@ -74,7 +74,8 @@ def get_parser():
     a.add_argument("--n_embd", type=COUNT, default=128, help="model width")
     a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
     a = p.add_argument_group("warm start (supervised on demonstrations, sft.py)")
-    a.add_argument("--sft_steps", type=COUNT, default=300, help="supervised steps")
+    a.add_argument("--sft_steps", type=COUNT, default=None,
+                   help="supervised steps (default: the task's warm_start_steps: 300, code 1500)")
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
     a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3, help="peak lr (cosine to 10%%)")
     a.add_argument("--sft_group", type=COUNT, default=1, help="demonstrations per problem in a batch")

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from results.plan import KS, at_step, base_metrics, eval_steps, value
+from results.plan import KS, at_step, base_metrics, eval_steps, finished_runs, value
 from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
@@ -203,7 +203,8 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(KS), [str(k) for k in KS])
         _label(ax, f"step {step}", "k (answers)")
-    axes[0][0].set_ylabel({"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)"}.get(key, key))
+    axes[0][0].set_ylabel({"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)",
+                           "pass@k": "pass@k (whole rollouts)"}.get(key, key))
     _save(fig, axes[0][0], path, suptitle)
 
 
@@ -245,6 +246,17 @@ def write_figures(cfg, out, runs):
         if data:
             routes_figure(data, os.path.join(out, "routes_maze.png"))
             names.append("routes_maze.png")
+    code = finished_runs(cfg, out, "code") if "code" in cfg else {}
+    if code:
+        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
+        for key, name, what in (("pass@k", "pass_at_k_steps_code.png", "pass@k over whole rollouts"),
+                                ("pooled_pass@k", "pooled_pass_at_k_steps_code.png", "pooled pass@k"),
+                                ("best@k", "best_at_k_steps_code.png", "best@k (tests passed) over whole rollouts")):
+            steps_figure(code, bases, os.path.join(out, name), f"code: {what} at each evaluation step "
+                         "(held-out problems, mean ± std over seeds)", key=key)
+            names.append(name)
+        training_figure(code, os.path.join(out, "training_code.png"), "code: training curves (mean over seeds)")
+        names.append("training_code.png")
     pilot = os.path.join(out, "pilot")
     logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
             (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))

@@ -17,18 +17,30 @@ BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
 FULL = {
     "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "code": {"task": "code", "seeds": [0, 1, 2], "steps": 600, "eval_every": 150},
+    # evolutionary search from the final GRPO and VPO weights (results/search_jobs.py)
+    "search": {"arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48, "problems": 32, "budget": 1536,
+               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536)},
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
     "route_mazes": 4, "route_answers": 12,
 }
 QUICK = {
     "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
     "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
+    "code": {"task": "code", "seeds": [0, 1], "steps": 4, "eval_every": 2},
+    "search": {"arms": ("grpo", "vpo"), "screen_problems": 4, "answers": 6, "problems": 2, "budget": 27,
+               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (9, 27)},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
                "--sft_batch_size", "8"],
     "route_mazes": 2, "route_answers": 3,
 }
-GROUPS = {"main": MAIN, "baselines": BASELINES}
+# the code comparison (issue 19; results/PLAN.md, "Code"): GRPO, Multi-RLVR and VPO, then evolutionary search
+CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
+        ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
+        ("VPO", "vpo", ["--algo", "vpo"])]
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE}
+MAZE, CODE_PART = ("main", "baselines"), ("code",)   # reproduce.py --part maze | code
 
 
 def jobs_of(cfg):
@@ -38,13 +50,14 @@ def jobs_of(cfg):
     def job(group, label, slug, flags, seed):
         g = cfg[group]
         # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
-        base_eval = [] if (group == "main" and seed == g["seeds"][0]) else ["--no_base_eval"]
+        first = group in ("main", "code") and seed == g["seeds"][0] and slug in ("grpo", "vpo")
+        base_eval = [] if first else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
-                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, "--keep_eval_ckpts", *base_eval,
-                *cfg["common"], "--quiet"]
+                str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *g.get("flags", []),
+                "--keep_eval_ckpts", *base_eval, *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
                 "base": (g["task"], "auto"), "name": f"{slug}-s{seed}"}
-    return [job(group, label, slug, flags, seed) for group in ("main", "baselines") for seed in cfg[group]["seeds"]
+    return [job(group, label, slug, flags, seed) for group in GROUPS if group in cfg for seed in cfg[group]["seeds"]
             for label, slug, flags in GROUPS[group]]
 
 

@@ -174,6 +174,7 @@ def write_report(cfg, out, title, figures=True):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k")
         lines += ["The final evaluation in full:", ""]
         lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
+    lines += code_section(cfg, out)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
@@ -182,6 +183,78 @@ def write_report(cfg, out, title, figures=True):
         lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, runs))]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    return lines
+
+
+def code_section(cfg, out):
+    """The code comparison: pass@k, pass_hidden@k and best@k per evaluation step, the paired differences, and the
+    search table (results/search_jobs.py)."""
+    runs = finished_runs(cfg, out, "code") if "code" in cfg else {}
+    if not runs:
+        return []
+    g = cfg["code"]
+    bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+    ks = KS[1:]
+    lines = [f"## Code (calibrated task): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
+             f"pass@k (every shown test passes) over whole rollouts (k/m rollouts of m answers) at each evaluation "
+             f"step, {first_metrics(runs)['problems']} held-out problems, 48 answers each:", ""]
+    lines += step_table(runs, "pass@k", ks, bases) + [""]
+    lines += paired_table(runs, "VPO", "GRPO", "pass@k", ks, "pass@k")
+    lines += ["Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that solve):",
+              ""]
+    lines += step_table(runs, "pooled_pass@k", KS, bases) + [""]
+    lines += ["pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", ""]
+    lines += step_table(runs, "pass_hidden@k", ks, bases) + [""]
+    lines += ["Code best@k (the fraction of shown tests passed by the best of k answers) over whole rollouts:", ""]
+    lines += step_table(runs, "best@k", ks, bases) + [""]
+    lines += paired_table(runs, "VPO", "GRPO", "best@k", ks, "code best@k")
+    lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k")
+    lines += ["Diversity and the answers at each evaluation step:", ""]
+    lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
+                                      ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
+                                      ("pareto_frac", None, "Pareto frac.")], bases) + [""]
+    return lines + search_section(cfg, out)
+
+
+def search_section(cfg, out):
+    """Problems solved within each budget by the evolutionary search and by sampling, per seed, and the paper's
+    count: problems some seed of one method solves and no seed of the other ever does."""
+    from results.search_jobs import read_searches
+    from search import solved_by_budget, solved_only_by
+    found, hard = read_searches(cfg, out)
+    if not hard or not any(found.values()):
+        return []
+    s = cfg["search"]
+    names = {"grpo": "GRPO", "vpo": "VPO"}
+    lines = [f"### Evolutionary search on the {len(hard['problems'])} hardest held-out problems", "",
+             f"The problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
+             f"solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem "
+             f"(T = {s['temperature']}); problems solved within each budget, per seed (s0 / s1 / ...), and their "
+             f"mean. Sampling: fresh samples from the plain prompt with the same budget.", ""]
+    budgets = s["budgets"]
+    rows = []
+    for kind in ("evolve", "sample"):
+        for slug, runs in found[kind].items():
+            counts = [solved_by_budget(r["results"], budgets) for r in runs]
+            rows.append([f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'}",
+                         str(len(runs))] + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
+                                            for b in budgets])
+    lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets], rows) + [""]
+    rows = []
+    for kind in ("evolve", "sample"):
+        runs = found[kind]
+        if not all(slug in runs for slug in ("grpo", "vpo")):
+            continue
+        for b in budgets:
+            solved = {slug: [{hard["problems"][i] for i, res in enumerate(r["results"])
+                              if res["solved_at"] is not None and res["solved_at"] <= b} for r in runs[slug]]
+                      for slug in ("grpo", "vpo")}
+            only_v, only_g, both = solved_only_by(solved["vpo"], solved["grpo"])
+            rows.append([("search" if kind == "evolve" else "sampling"), str(b), str(len(only_v)), str(len(only_g)),
+                         str(len(both))])
+    lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
+              "checkpoints solve problems GRPO checkpoints never do):", ""]
+    lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
     return lines
 
 

@@ -26,7 +26,8 @@ import os
 import sys
 import time
 
-from results.plan import FULL, QUICK, jobs_of, run_dir
+from results import search_jobs
+from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, jobs_of, run_dir
 
 
 def base_path(job, out):
@@ -58,10 +59,15 @@ def train_job(argv, out_dir, log_path):
         return train.main(argv + ["--out_dir", out_dir])
 
 
-def run_all(cfg, out, jobs=2, report=None):
+def run_all(cfg, out, jobs=2, report=None, groups=None):
     """Run every job of the plan not yet finished, `jobs` at a time; report() after each finished one.
-    A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock)."""
-    train_jobs = [j for j in jobs_of(cfg) if not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
+    A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock).
+    The search jobs of the code comparison (results/search_jobs.py) start when the files they need exist.
+    groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
+    groups = groups or [g for g in GROUPS if g in cfg]
+    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups
+                  and not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
+    search = search_jobs.pending(cfg, out) if "code" in groups else []
     logs = os.path.join(out, "runs", "logs")
     os.makedirs(logs, exist_ok=True)
     bases = {j["base"]: base_path(j, out) for j in train_jobs}
@@ -70,7 +76,7 @@ def run_all(cfg, out, jobs=2, report=None):
     if threads:
         os.environ["OMP_NUM_THREADS"] = "1"  # the workers inherit it before they import torch
     try:
-        return _run(cfg, out, jobs, report, train_jobs, bases, logs, threads)
+        return _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads)
     finally:
         if saved is None:
             os.environ.pop("OMP_NUM_THREADS", None)
@@ -78,14 +84,14 @@ def run_all(cfg, out, jobs=2, report=None):
             os.environ["OMP_NUM_THREADS"] = saved
 
 
-def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
+def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
     failed = []
     t0, started = time.perf_counter(), time.time()
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                                 initargs=(threads or os.cpu_count(),)) as pool:
         running = {}
-        while train_jobs or running:
+        while train_jobs or search or running:
             busy = {running[f]["base"] for f in running}
             for j in list(train_jobs):
                 if len(running) >= jobs:
@@ -98,6 +104,16 @@ def _run(cfg, out, jobs, report, train_jobs, bases, logs, threads):
                 print(f"[{time.perf_counter() - t0:6.0f} s] start {j['task']}/{j['name']}", flush=True)
                 log = os.path.join(logs, f"{j['task']}-{j['name']}.log")
                 running[pool.submit(train_job, j["argv"], out_dir, log)] = j
+            for j in list(search):  # in order: a job starts once the files it needs exist
+                if len(running) >= jobs:
+                    break
+                if all(os.path.isfile(p) for p in j["needs"]):
+                    search.remove(j)
+                    print(f"[{time.perf_counter() - t0:6.0f} s] start code/{j['name']}", flush=True)
+                    running[pool.submit(j["fn"], *j["args"])] = {"task": "code", "name": j["name"], "base": None}
+            if not running:  # nothing runs and nothing can start: what the search needs failed to appear
+                failed += [j["name"] for j in search]
+                break
             done, _ = cf.wait(running, timeout=10, return_when=cf.FIRST_COMPLETED)  # or a base appearing
             for f in done:
                 j = running.pop(f)
@@ -122,6 +138,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="output directory (default results/, or results-quick/)")
     ap.add_argument("--jobs", type=COUNT, default=2, help="runs at a time (one torch thread each when > 1)")
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the figures")
+    ap.add_argument("--part", default="all", choices=("all", "maze", "code"),
+                    help="run only the maze plan or only the code comparison and its search (default both)")
     try:
         args = ap.parse_args(argv)
         out = args.out or ("results-quick" if args.quick else "results")
@@ -137,7 +155,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     failed = []
     if not args.report:
-        failed = run_all(cfg, out, args.jobs, lambda: write_report(cfg, out, title, figures=False))
+        groups = {"all": None, "maze": MAZE, "code": CODE_PART}[args.part]
+        failed = run_all(cfg, out, args.jobs, lambda: write_report(cfg, out, title, figures=False), groups)
     write_report(cfg, out, title, figures=True)
     print(f"reproduce: {time.perf_counter() - t0:.0f} s; results in {out}/results.md"
           + (f"; FAILED: {', '.join(failed)} (logs in {out}/runs/logs/)" if failed else ""))

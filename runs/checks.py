@@ -64,7 +64,9 @@ def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
 
 def check_method(args, task):
     """What the method needs of the task (vpo.METHODS): weights to draw (D >= 2), a k below the group size, a
-    warm-start style. Resolves --warm_start auto."""
+    warm-start style. Resolves --warm_start auto and the task's default --sft_steps."""
+    if args.sft_steps is None:
+        args.sft_steps = task.warm_start_steps
     if args.warm_start == "auto":
         args.warm_start = "routes" if "routes" in task.demo_styles else "diverse"
     if args.warm_start not in task.demo_styles:

@@ -79,6 +79,10 @@ class Task:
     def dim(self) -> int:
         return len(self.objectives)
 
+    # supervised steps of the task's default warm start (train.py --sft_steps; the code task needs more: see
+    # docs/tasks.md, "Calibrating the code task")
+    warm_start_steps = 300
+
     @property
     def answer_tokens(self) -> int:
         """The room of one answer, in tokens: a single-answer completion's whole budget (its <|end|> included).

@@ -87,20 +87,26 @@ def test_a_second_invocation_trains_nothing(quick):
 def test_the_job_list_is_the_plan():
     jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
-    assert len(names) == len(jobs) == 2 * 3 + 2 * 3
+    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 3 * 3
     for group, arms in plan.GROUPS.items():
+        g = plan.FULL[group]
         for label, slug, flags in arms:
-            for seed in plan.FULL[group]["seeds"]:
+            for seed in g["seeds"]:
                 j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
                 argv = j["argv"]
-                assert argv[argv.index("--steps") + 1] == "1000" and argv[argv.index("--eval_every") + 1] == "250"
+                assert argv[argv.index("--task") + 1] == g["task"] == ("code" if group == "code" else "maze")
+                assert argv[argv.index("--steps") + 1] == str(g["steps"])
+                assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
                 assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
-                assert ("--no_base_eval" not in argv) == (group == "main" and seed == 0)
+                first = group in ("main", "code") and seed == 0 and slug in ("grpo", "vpo")
+                assert ("--no_base_eval" not in argv) == first
                 assert "--keep_eval_ckpts" in argv and "--warm_start" not in argv  # the default base for all
+    assert plan.FULL["main"]["steps"] == 1000 and plan.FULL["main"]["eval_every"] == 250
     # the main arms seed by seed first (a reproduction cut short has both for its first seeds), then baselines
     order = [(j["group"], j["seed"]) for j in jobs]
     assert order[:6] == [("main", 0)] * 2 + [("main", 1)] * 2 + [("main", 2)] * 2
     assert order[6:8] == [("baselines", 0)] * 2
+    assert order[12:] == [("code", 0)] * 3 + [("code", 1)] * 3 + [("code", 2)] * 3
 
 
 def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
@@ -157,3 +163,75 @@ def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1
     assert a_file.read_text() == "keep me"
+
+
+def test_quick_runs_the_code_comparison_and_its_search(quick):
+    """--quick also trains the code arms, screens their final weights, picks the problems none solved, and runs
+    the evolutionary search and plain sampling from every searched checkpoint; results.md reports them."""
+    from results import search_jobs
+    cfg = plan.QUICK
+    for slug in cfg["search"]["arms"]:
+        for seed in cfg["code"]["seeds"]:
+            for kind in ("screen", "evolve", "sample"):
+                assert os.path.isfile(search_jobs.path_of(str(quick), kind, slug, seed)), (kind, slug, seed)
+    hard = json.loads((quick / "runs" / "code" / "search" / "hard.json").read_text())
+    assert len(hard["problems"]) == cfg["search"]["problems"]
+    evolve = json.loads(open(search_jobs.path_of(str(quick), "evolve", "vpo", 0)).read())
+    assert evolve["problems"] == hard["problems"] and evolve["m"] == 3
+    assert all(r["used"] <= cfg["search"]["budget"] for r in evolve["results"])
+    text = (quick / "results.md").read_text()
+    assert "## Code (calibrated task)" in text and "### Evolutionary search" in text
+    assert re.search(r"^\| VPO search \| 2 \|", text, re.M) and re.search(r"^\| GRPO sampling \| 2 \|", text, re.M)
+    assert re.search(r"^\| search \| 27 \| \d+ \| \d+ \| \d+ \|", text, re.M)
+    assert search_jobs.pending(cfg, str(quick)) == []                  # nothing left to do
+
+
+def test_hard_problems_are_those_no_checkpoint_solved():
+    from results import search_jobs
+    screens = [{"problems": 6, "solved_per_problem": [0, 3, 0, 0, 1, 0]},
+               {"problems": 6, "solved_per_problem": [0, 0, 2, 0, 0, 0]}]
+    assert search_jobs.hard_problems({"problems": 2}, screens) == [0, 3]
+    assert search_jobs.hard_problems({"problems": 3}, screens) == [0, 3, 5]
+    with pytest.raises(ValueError, match="raise screen_problems"):
+        search_jobs.hard_problems({"problems": 4}, screens)
+
+
+def test_search_jobs_wait_for_the_files_they_need(tmp_path):
+    """Screens wait for their run's summary, the choice of problems for every screen, the searches for it; a
+    finished file is not redone."""
+    from results import search_jobs
+    cfg = plan.QUICK
+    jobs = search_jobs.pending(cfg, str(tmp_path))
+    names = [j["name"] for j in jobs]
+    assert names[:4] == ["screen-grpo-s0", "screen-grpo-s1", "screen-vpo-s0", "screen-vpo-s1"] and names[4] == "hard"
+    assert len(names) == 4 + 1 + 8
+    hard = next(j for j in jobs if j["name"] == "hard")
+    assert hard["needs"] == [j["makes"] for j in jobs[:4]]
+    assert all(j["needs"] == [hard["makes"]] for j in jobs[5:])
+    assert jobs[0]["needs"] == [str(tmp_path / "runs" / "code" / "grpo-s0" / "summary.json")]
+    search_jobs.write_json(jobs[0]["makes"], {})
+    assert "screen-grpo-s0" not in [j["name"] for j in search_jobs.pending(cfg, str(tmp_path))]
+
+
+def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
+    """Hand-made search files: VPO's seeds solve problems 11 and 12 (seed 0) and 12 (seed 1); GRPO's solve 12 and
+    13 (seed 0) and nothing (seed 1). Within 27 answers: VPO only {11}, GRPO only {13}, both {12}; within 9
+    answers only VPO seed 0's problem 11 (solved at 5) counts."""
+    from results import search_jobs
+    cfg = {**plan.QUICK, "code": {"seeds": [0, 1], "steps": 4, "eval_every": 2}}
+    out = str(tmp_path)
+    hard = [11, 12, 13]
+    search_jobs.write_json(search_jobs.path_of(out, "hard"), {"problems": hard, "screened": 20})
+
+    def res(*solved_at):
+        return {"results": [{"solved_at": s, "used": s or 27, "population": 1} for s in solved_at]}
+    files = {("vpo", 0): res(5, 20, None), ("vpo", 1): res(None, 27, None),
+             ("grpo", 0): res(None, 12, 10), ("grpo", 1): res(None, None, None)}
+    for (slug, seed), content in files.items():
+        for kind in ("evolve", "sample"):
+            search_jobs.write_json(search_jobs.path_of(out, kind, slug, seed), content)
+    lines = report.search_section(cfg, out)
+    assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) |" in lines
+    assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) |" in lines
+    assert "| search | 27 | 1 | 1 | 1 |" in lines                      # VPO only, GRPO only, both
+    assert "| search | 9 | 1 | 0 | 0 |" in lines

@@ -101,6 +101,7 @@ def done(tmp_path_factory):
     (["--task", "maze", "--task_opt", "max_moves=1"], "no valid maze"),  # refused when the task is built
     (["--task", "maze", "--task_opt", "size=21"], "--task_opt"),
     (["--task", "maze", "--task_opt", "slack=40"], "--task_opt"),          # both corners would fit the budget
+    (["--task", "code", "--task_opt", "families=step+loop"], "families"),   # no such family: one line, exit 2
     (["--algo", "max_at_k", "--max_at_k", "4"], "--max_at_k"),             # k >= G = 4
     (["--algo", "max_at_k", "--group_size", "2"], "--max_at_k"),           # the default k = 2 >= G
     (["--algo", "max_at_k", "--max_at_k", "0"], "--max_at_k"),

@@ -165,3 +165,47 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
         assert results[1]["solved_at"] is None and results[1]["used"] == used_unsolved, case
         assert search.solved_by_budget(results, [solved_at - 1, solved_at, budget]) == \
             {solved_at - 1: 0, solved_at: 1, budget: 1}
+
+
+def test_solved_only_by_counts_problems_one_method_never_solves():
+    """The paper's claim counts problems solved by some run of one method and by no run of the other. Hand-made:
+    method a's seeds solve {1, 2} and {2, 5}; b's solve {2}, {3} and {}."""
+    only_a, only_b, both = search.solved_only_by([{1, 2}, [2, 5]], [{2}, {3}, set()])
+    assert (only_a, only_b, both) == ([1, 5], [3], [2])
+    assert search.solved_only_by([], [{4}]) == ([], [4], [])          # no runs of a: everything b solves is b's
+    assert search.solved_only_by([{7}], [{7}]) == ([], [], [7])
+
+
+def test_sample_until_solved_stops_at_the_solving_answer(monkeypatch):
+    """Plain sampling with the search's budget: a scripted model writes the target as problem 0's 5th answer and
+    never solves problem 1; solved_at counts the answers up to and including the solving one, as evolve's."""
+    task = get_task("code")
+    problems = task.problems("test", 2, seed=0)
+    calls = []
+
+    def fake_rollout(model, task_, probs, m, n, temperature, generator=None, amp=True):
+        calls.append((len(probs), n))
+        texts = []
+        for p in probs:
+            for g in range(n):
+                done = sum(c[1] for c in calls[:-1]) if p is problems[0] else None
+                texts.append(tok.SEP.join(p.target if (p is problems[0] and (done + g) * m + j == 4) else str(j + g)
+                                          for j in range(m)))
+        return None, None, texts, None, None
+
+    monkeypatch.setattr(search, "rollout", fake_rollout)
+    res = search.sample_until_solved(tiny_model(), task, problems, m=1, budget=12, chunk=3)
+    assert res[0]["solved_at"] == 5 and res[0]["used"] == 5
+    assert res[1]["solved_at"] is None and res[1]["used"] == 12
+    assert calls == [(2, 3), (2, 3), (1, 3), (1, 3)]                    # a solved problem is not sampled again
+    calls.clear()
+    res3 = search.sample_until_solved(tiny_model(), task, problems, m=3, budget=12, chunk=2)
+    assert res3[0]["solved_at"] == 5 and res3[1]["used"] == 12           # sample 2's second answer: 3 + 2
+
+
+def test_evolve_refuses_a_budget_below_one_round():
+    task = get_task("code")
+    problems = task.problems("test", 1, seed=0)
+    assert search.min_budget(3, "answers") == 27 and search.min_budget(3, "samples") == 9
+    with pytest.raises(ValueError, match="below one round"):
+        search.evolve(tiny_model(), task, problems, 3, 26, "answers")

@@ -10,11 +10,20 @@ import numpy as np
 import pytest
 
 from tasks import get_task
-from tasks.code import DOMAIN, MAX_ANSWER_CHARS, MIN_PARTIALS, CodeProblem, CodeTask, execute, is_test_function
+from tasks.code import DOMAIN, FAMILIES, MAX_ANSWER_CHARS, MIN_PARTIALS, CodeProblem, CodeTask, execute, is_test_function
 from tasks.executor import BOUND, MAX_DEPTH, MAX_NODES, MAX_SOURCE_CHARS
 from tasks.tokenizer import SEP, encode_special
 
 TASK = CodeTask()
+# the generator's properties are pinned for the calibrated default (five families) and for the whole grammar
+GENERATORS = {"default": TASK, "all": CodeTask(families="all")}
+
+
+@pytest.fixture(scope="module", params=sorted(GENERATORS))
+def gen(request):
+    """(task, 200 training problems) for each generator."""
+    task = GENERATORS[request.param]
+    return task, task.problems("train", 200, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +198,8 @@ def test_score_rollouts_masks_duplicates_and_missing_answers():
 
 
 # --- the generator ------------------------------------------------------------------------------------------------
-def test_problems_are_well_formed(train_problems):
+def test_problems_are_well_formed(gen):
+    TASK, train_problems = gen
     D = TASK.num_tests
     for p in train_problems:
         assert len(p.inputs) == D and list(p.inputs) == sorted(set(p.inputs))
@@ -201,10 +211,12 @@ def test_problems_are_well_formed(train_problems):
         assert max(map(len, p.rewrites + p.partials)) <= MAX_ANSWER_CHARS
         assert len(TASK.prompt(p, 3)) < 120
         assert TASK.prompt(p, 3).startswith("code 3: f(") and TASK.prompt(p, 3).endswith("\n")
-    assert len({p.family for p in train_problems}) == 7
+    assert {p.family for p in train_problems} == {f.__name__ for f in TASK.families}
+    assert len(TASK.families) == (7 if TASK is GENERATORS["all"] else 5)
 
 
-def test_rewrites_are_correct_everywhere_and_partials_are_partial(train_problems):
+def test_rewrites_are_correct_everywhere_and_partials_are_partial(gen):
+    TASK, train_problems = gen
     D = TASK.num_tests
     for p in train_problems:
         table = execute(p.target, DOMAIN)
@@ -221,8 +233,10 @@ def test_rewrites_are_correct_everywhere_and_partials_are_partial(train_problems
         assert len(vectors) >= 2  # different partial programs pass different tests: a front, not a line
 
 
-def test_inputs_exercise_every_branch():
+@pytest.mark.parametrize("which", sorted(GENERATORS))
+def test_inputs_exercise_every_branch(which):
     # every partial program passes some shown tests and fails others
+    TASK = GENERATORS[which]
     problems = [p for p in TASK.problems("train", 300, seed=1) if p.family in ("step", "clamp", "clip", "step3")]
     assert len(problems) > 100
     for p in problems:
@@ -264,7 +278,9 @@ def test_demonstrations_are_diverse_and_valid(train_problems):
             assert sum(a in p.rewrites for a in answers) == n_correct(p)
 
 
-def test_splits_are_disjoint_and_deterministic():
+@pytest.mark.parametrize("which", sorted(GENERATORS))
+def test_splits_are_disjoint_and_deterministic(which):
+    TASK = GENERATORS[which]
     train = TASK.problems("train", 400, seed=0) + TASK.problems("train", 400, seed=1)
     test = TASK.problems("test", 100, seed=0) + TASK.problems("test", 100, seed=1)
     tables = lambda ps: {tuple(execute(p.target, DOMAIN)) for p in ps}
@@ -276,7 +292,17 @@ def test_splits_are_disjoint_and_deterministic():
         assert len({p.key for p in ps}) == len(ps) and len(set(ps)) == len(ps)  # unique, hashable
     assert TASK.problems("train", 50, seed=3) == TASK.problems("train", 50, seed=3)
     assert TASK.problems("train", 50, seed=3) != TASK.problems("train", 50, seed=4)
-    assert get_task("code").problems("test", 20, seed=3) == TASK.problems("test", 20, seed=3)
+    assert get_task("code", families=TASK.families_option).problems("test", 20, seed=3) == \
+        TASK.problems("test", 20, seed=3)
+
+
+def test_families_option_draws_only_those_families():
+    task = CodeTask(families="clip+step3")
+    problems = task.problems("train", 60, seed=0) + task.problems("test", 20, seed=0)
+    assert {p.family for p in problems} == {"clip", "step3"}
+    # "all" is the whole grammar, in the grammar's order: the same problems as naming every family
+    every = "+".join(f.__name__ for f in FAMILIES)
+    assert CodeTask(families="all").problems("train", 30, seed=2) == CodeTask(families=every).problems("train", 30, seed=2)
 
 
 def test_parse_format_round_trip():
@@ -300,6 +326,9 @@ def test_task_interface_and_validation():
                          ({"num_hidden": -1}, "num_hidden"), ({"demo_correct": 1.5}, "demo_correct")]:
         with pytest.raises(ValueError, match=name):
             CodeTask(**kwargs)
+    for bad in ("", "step+", "step+step", "stepp", "all+step", 3):
+        with pytest.raises(ValueError, match="families"):
+            CodeTask(families=bad)
     for args, name in [(("val", 3, 0), "split"), (("train", -1, 0), "n"), (("train", 3, -1), "seed"),
                        (("train", 3, 1.5), "seed")]:
         with pytest.raises(ValueError, match=name):

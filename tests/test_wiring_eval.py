@@ -40,6 +40,7 @@ SCRIPTS = {  # problem -> the completions its rollouts write, in order
 HAND = {  # worked out by hand from SCRIPTS (w*^T r: L .5, R .5, M .6, H 1, x 0)
     1: {"best@k": {1: (2.1 / 4 + 1.5 / 4) / 2, 2: (4.7 / 6 + 0.5) / 2, 3: (3.6 / 4 + 0.5) / 2},
         "pass@k": {1: 0.25, 2: 5 / 12, 3: 0.5},
+        "pooled_pass@k": {1: 0.25, 2: 5 / 12, 3: 0.5},
         "pass_hidden@k": {1: 1 / 8, 2: 1 / 4, 3: 3 / 8},
         "deploy_reward": 3.6 / 8, "distinct_rate": (4 / 4 + 2 / 4) / 2, "valid_rate": (4 / 4 + 3 / 4) / 2,
         "diversity": (7 / 6 + 4 / 3) / 2, "solved_per_problem": [2, 0], "pool_sizes": [4, 3],
@@ -51,6 +52,8 @@ HAND = {  # worked out by hand from SCRIPTS (w*^T r: L .5, R .5, M .6, H 1, x 0)
                           3: ((.6 + 1 + 1 + 1) / 4 + .5) / 2}},
     3: {"best@k": {3: (2 / 3 + 1.1 / 3) / 2, 6: (2.5 / 3 + 1.7 / 3) / 2},
         "pass@k": {3: 1 / 3, 6: 2 / 3},
+        # pooled slots that solve (M, H; a repeated M too): p0 2 of 9, p1 3 of 9; pass@k = 1 - C(9-c, k)/C(9, k)
+        "pooled_pass@k": {1: 5 / 18, 3: (49 + 64) / 168, 6: (77 + 83) / 168},
         "pass_hidden@k": {3: 1 / 6, 6: 1 / 3},
         "deploy_reward": (4.1 / 9 + 2.3 / 9) / 2,            # the repeated L, R and M count their reward
         "distinct_rate": (5 / 9 + 3 / 9) / 2, "valid_rate": (8 / 9 + 7 / 9) / 2, "solved_per_problem": [2, 1],
@@ -109,7 +112,7 @@ def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
     assert set(c[:2] for c in calls) == {(m, n_roll)} and calls[0][2] == 0.7
     assert (metrics["m"], metrics["problems"], metrics["answers_per_problem"]) == (m, 2, n_roll * m)
     hand = HAND[m]
-    for key in ("best@k", "pass@k", "pass_hidden@k"):
+    for key in ("best@k", "pass@k", "pass_hidden@k", "pooled_pass@k"):
         assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key
     for key in ("deploy_reward", "distinct_rate", "valid_rate"):
         assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key

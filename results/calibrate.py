@@ -1,0 +1,207 @@
+"""
+Calibrating the code task's warm start (issue 19): which task options, warm-start length and model size give a
+base that solves some held-out problems and not others (pass@1 around 0.05-0.15, pass@48 around 0.4-0.7), so
+that RL has something to improve and search has a hard remainder to work on.
+
+    python -m results.calibrate                  # every configuration below not yet measured (resumable)
+    python -m results.calibrate --only five-1500  # one configuration
+    python -m results.calibrate --table          # print the table (docs/tasks.md holds a copy)
+
+Each configuration trains a base from scratch with sft.train_base (the warm start every RL run uses) and evaluates
+it at the listed supervised steps of its schedule (a mid-schedule row is not the same as a base trained to that
+many steps: the cosine learning rate has not decayed yet) on the 64 held-out test problems (seed 0), 48 answers
+per problem at T = 0.7, once as a single-answer model (m = 1, as GRPO samples) and once with m = 3 (as VPO does).
+A row per (configuration, step, m) goes to results/calibration/code.jsonl as soon as it is measured; a
+configuration whose final row is there is skipped. Checkpoints stay under out/calibration/ (not committed).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+CONFIGS = {
+    # name: task options, supervised steps (batch 64, lr 2e-3), evaluation points along the schedule
+    "all-300": dict(task_opt=["families=all"], steps=300, evals=(300,)),       # the default before issue 19
+    "all-3000": dict(task_opt=["families=all"], steps=3000, evals=(500, 1000, 2000, 3000)),
+    # at steps 500 and 1000 of all-3000 no `step` and no `on_remainder` problem was solved within 48 answers
+    # (140 held-out problems): the five families without two affine branches
+    "five-1500": dict(task_opt=["families=clamp+clip+distance+remainder+step3"], steps=1500,
+                      evals=(500, 1000, 1500)),
+}
+MODEL = dict(n_layer=4, n_head=4, n_embd=128, block_size=256)   # train.py's default GPT
+PATH = os.path.join(os.path.dirname(__file__), "calibration", "code.jsonl")
+KS = (1, 3, 6, 12, 24, 48)
+
+
+def measured(path=PATH):
+    rows = []
+    if os.path.isfile(path):
+        with open(path) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    return rows
+
+
+def calibrate(name, cfg, out, problems_n=64, answers=48):
+    import torch
+    from evaluate import evaluate
+    from model import GPTConfig
+    from runs.cli import make_task
+    from sft import SFTConfig, new_model, train_base
+    from tasks import tokenizer as tok
+
+    task = make_task("code", cfg["task_opt"])
+    model_cfg = {**MODEL, **cfg.get("model", {})}
+    config = GPTConfig(vocab_size=tok.vocab_size, **model_cfg)
+    sft = SFTConfig(steps=cfg["steps"], batch_size=cfg.get("batch_size", 64), lr=cfg.get("lr", 2e-3),
+                    num_answers=3, style="diverse")
+    device = torch.device("cpu")
+    model = new_model(config, 0, device)
+    problems = task.problems("test", problems_n, seed=0)
+    directory = os.path.join(out, name)
+    os.makedirs(directory, exist_ok=True)
+    t0 = time.perf_counter()
+
+    def on_eval(step):
+        for m in (1, 3):
+            ks = [k for k in KS if k >= m]
+            t = time.perf_counter()
+            metrics, _ = evaluate(model, task, problems, m, ks, answers, 0.7)
+            row = {"name": name, "task_opt": cfg["task_opt"], "model": model_cfg, "sft_steps": cfg["steps"],
+                   "sft_batch_size": sft.batch_size, "sft_lr": sft.lr, "step": step, "m": m,
+                   "params": model.num_params(), "train_seconds": round(time.perf_counter() - t0, 1),
+                   "eval_seconds": round(time.perf_counter() - t, 1),
+                   **{key: metrics[key] for key in ("pass@k", "pass_hidden@k", "best@k", "pooled_best@k",
+                                                    "diversity", "valid_rate", "distinct_rate")}}
+            with open(PATH, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"{name} step {step} m={m}: pass@1/48 {metrics['pass@k'].get(1, float('nan')):.3f} / "
+                  f"{metrics['pass@k'][48]:.3f}, hidden@48 {metrics['pass_hidden@k'][48]:.3f}, "
+                  f"best@48 {metrics['best@k'][48]:.3f}", flush=True)
+
+    evals = set(cfg["evals"])
+    every = math.gcd(*evals)
+    train_base(model, task, sft, directory, device, quiet=True, ckpt_every=0,
+               on_eval=lambda s: on_eval(s) if s in evals else None, eval_every=every)
+    on_eval(cfg["steps"])
+
+
+FAMILIES_PATH = os.path.join(os.path.dirname(PATH), "families.jsonl")
+
+
+def per_family(name, out, problems_n=256, answers=48):
+    """The final base of a configuration, m = 1, on the first problems_n held-out problems: for each family, the
+    fraction of its problems solved within `answers` answers (48 at T = 0.7, the evaluation's pool)."""
+    import torch
+    from evaluate import evaluate
+    from runs.cli import load_model, make_task
+    cfg = CONFIGS[name]
+    model = load_model(os.path.join(out, name, "ckpt.pt"), torch.device("cpu"))[0]
+    task = make_task("code", cfg["task_opt"])
+    problems = task.problems("test", problems_n, seed=0)
+    metrics, _ = evaluate(model, task, problems, 1, [1, answers], answers, 0.7)
+    row = {"name": name, "problems": problems_n, "answers": answers, "families": {}}
+    for family in dict.fromkeys(p.family for p in problems):
+        solved = [s > 0 for p, s in zip(problems, metrics["solved_per_problem"]) if p.family == family]
+        row["families"][family] = {"problems": len(solved), "solved": float(np.mean(solved))}
+    with open(FAMILIES_PATH, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row))
+
+
+def family_table(rows):
+    names = sorted({f for r in rows for f in r["families"]})
+    lines = ["| base | problems | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['problems']} | " + " | ".join(
+            f"{r['families'][f]['solved']:.2f} ({r['families'][f]['problems']})" if f in r["families"] else "-"
+            for f in names) + " |")
+    return "\n".join(lines)
+
+
+def table(rows):
+    lines = ["| configuration | options | model | SFT steps | at step | m | pass@1 | pass@48 | pass_hidden@48 | "
+             "best@48 | valid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (list(CONFIGS).index(r["name"]) if r["name"] in CONFIGS else 99, r["step"],
+                                         r["m"])):
+        p = r["pass@k"]
+        p1 = p.get("1", p.get(1))
+        lines.append(f"| {r['name']} | {' '.join(r['task_opt']) or '-'} | {r['model']['n_layer']}x"
+                     f"{r['model']['n_embd']} | {r['sft_steps']} | {r['step']} | {r['m']} | "
+                     f"{'-' if p1 is None else f'{p1:.3f}'} | {p['48']:.3f} | {r['pass_hidden@k']['48']:.3f} | "
+                     f"{r['best@k']['48']:.3f} | {r['valid_rate']:.2f} |")
+    return "\n".join(lines)
+
+
+def figure(rows, path, chosen):
+    """pass@k and pass_hidden@k against k of the chosen configuration's base at each evaluated step, m = 1 and m = 3;
+    pass@48 of every configuration at its final step beside it."""
+    from runs.plots import plt
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    mine = [r for r in rows if r["name"] == chosen]
+    for ax, m in zip(axes[:2], (1, 3)):
+        for i, step in enumerate(sorted({r["step"] for r in mine})):
+            r = next((r for r in mine if r["step"] == step and r["m"] == m), None)
+            if r is None:
+                continue
+            ks = [int(k) for k in r["pass@k"]]
+            ax.plot(ks, list(r["pass@k"].values()), marker="o", color=f"C{i}", label=f"step {step}: pass@k")
+            ax.plot(ks, list(r["pass_hidden@k"].values()), ":", color=f"C{i}", label=f"step {step}: pass_hidden@k")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(KS), [str(k) for k in KS])
+        ax.set_title(f"base '{chosen}', m = {m} (whole rollouts)", fontsize=10)
+        ax.set_xlabel("k (answers)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    finals = [r for r in rows if r["step"] == r["sft_steps"]]
+    names = list(dict.fromkeys(r["name"] for r in finals))
+    for j, m in enumerate((1, 3)):
+        ys = [next((r["pass@k"]["48"] for r in finals if r["name"] == n and r["m"] == m), 0.0) for n in names]
+        axes[2].bar(np.arange(len(names)) + 0.4 * j - 0.2, ys, width=0.4, label=f"m = {m}")
+    axes[2].set_xticks(range(len(names)), names, rotation=30, fontsize=8)
+    axes[2].set_title("pass@48 of every configuration, end of its schedule", fontsize=10)
+    axes[2].legend(fontsize=7)
+    fig.suptitle("code task: the warm-started base on 64 held-out problems, 48 answers each, T = 0.7")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=sorted(CONFIGS), action="append", help="run this configuration (repeatable)")
+    ap.add_argument("--out", default=os.path.join("out", "calibration"), help="where the bases are written")
+    ap.add_argument("--table", action="store_true", help="print the tables of what is measured, run nothing")
+    ap.add_argument("--families", choices=sorted(CONFIGS), action="append",
+                    help="per-family solve rates of this configuration's final base (repeatable)")
+    ap.add_argument("--figure", choices=sorted(CONFIGS), default=None,
+                    help="draw results/calibration/base_pass_at_k_code.png for this configuration")
+    args = ap.parse_args(argv)
+    rows = measured()
+    if args.table:
+        print(table(rows))
+        print()
+        print(family_table(measured(FAMILIES_PATH)))
+        return 0
+    if args.figure:
+        figure(rows, os.path.join(os.path.dirname(PATH), "base_pass_at_k_code.png"), args.figure)
+        return 0
+    if args.families:
+        for name in args.families:
+            per_family(name, args.out)
+        return 0
+    os.makedirs(os.path.dirname(PATH), exist_ok=True)
+    for name in args.only or CONFIGS:
+        cfg = CONFIGS[name]
+        if any(r["name"] == name and r["step"] == cfg["steps"] for r in rows):
+            print(f"{name}: measured, skipped")
+            continue
+        calibrate(name, cfg, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
