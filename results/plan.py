@@ -17,10 +17,11 @@ BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
 FULL = {
     "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "code": {"task": "code", "seeds": [0, 1, 2], "steps": 600, "eval_every": 150},
+    # the code comparison (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO from the calibrated code base
+    "code": {"task": "code", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125},
     # evolutionary search from the final GRPO and VPO weights (results/search_jobs.py)
-    "search": {"arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48, "problems": 32, "budget": 1536,
-               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536)},
+    "search": {"arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48, "problems": 32, "budget": 3072,
+               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536, 3072)},
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
     "route_mazes": 4, "route_answers": 12,
 }
@@ -35,7 +36,7 @@ QUICK = {
                "--sft_batch_size", "8"],
     "route_mazes": 2, "route_answers": 3,
 }
-# the code comparison (issue 19; results/PLAN.md, "Code"): GRPO, Multi-RLVR and VPO, then evolutionary search
+# the code comparison (issue 19; results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, then evolutionary search
 CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
         ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
         ("VPO", "vpo", ["--algo", "vpo"])]

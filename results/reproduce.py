@@ -112,6 +112,9 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
                     print(f"[{time.perf_counter() - t0:6.0f} s] start code/{j['name']}", flush=True)
                     running[pool.submit(j["fn"], *j["args"])] = {"task": "code", "name": j["name"], "base": None}
             if not running:  # nothing runs and nothing can start: what the search needs failed to appear
+                missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
+                print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "
+                      f"clone holds no checkpoints: train the code runs here first)", flush=True)
                 failed += [j["name"] for j in search]
                 break
             done, _ = cf.wait(running, timeout=10, return_when=cf.FIRST_COMPLETED)  # or a base appearing

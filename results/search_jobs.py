@@ -109,7 +109,7 @@ def pending(cfg, out):
             ckpt, path = checkpoint(out, slug, seed), path_of(out, "screen", slug, seed)
             summary = os.path.join(os.path.dirname(ckpt), "summary.json")
             screens.append(path)
-            jobs.append({"name": f"screen-{slug}-s{seed}", "fn": screen_job, "needs": [summary], "makes": path,
+            jobs.append({"name": f"screen-{slug}-s{seed}", "fn": screen_job, "needs": [summary, ckpt], "makes": path,
                          "args": (ckpt, search["screen_problems"], search["answers"], path)})
     hard = path_of(out, "hard")
     jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard, "args": (search, out, screens)})

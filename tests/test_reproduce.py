@@ -116,6 +116,12 @@ def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
         d = tmp_path / "runs" / j["task"] / j["name"]
         d.mkdir(parents=True)
         (d / "summary.json").write_text("{}")
+    # the code runs' search jobs need their checkpoints: without them, they are reported, not crashed on
+    failed = reproduce.run_all(cfg, str(tmp_path), jobs=1)
+    assert failed[:4] == ["screen-grpo-s0", "screen-grpo-s1", "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
+    from results import search_jobs
+    for j in search_jobs.pending(cfg, str(tmp_path)):  # committed search files: nothing left to do
+        search_jobs.write_json(j["makes"], {})
     assert reproduce.run_all(cfg, str(tmp_path), jobs=1) == []
     assert not list((tmp_path / "runs").glob("*/*/ckpt.pt"))
 
@@ -208,7 +214,8 @@ def test_search_jobs_wait_for_the_files_they_need(tmp_path):
     hard = next(j for j in jobs if j["name"] == "hard")
     assert hard["needs"] == [j["makes"] for j in jobs[:4]]
     assert all(j["needs"] == [hard["makes"]] for j in jobs[5:])
-    assert jobs[0]["needs"] == [str(tmp_path / "runs" / "code" / "grpo-s0" / "summary.json")]
+    run = tmp_path / "runs" / "code" / "grpo-s0"
+    assert jobs[0]["needs"] == [str(run / "summary.json"), str(run / "ckpt.pt")]
     search_jobs.write_json(jobs[0]["makes"], {})
     assert "screen-grpo-s0" not in [j["name"] for j in search_jobs.pending(cfg, str(tmp_path))]
 
