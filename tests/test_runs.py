@@ -394,6 +394,8 @@ TOOL_CASES = [
     (search, ["bestofk", "--ckpt", "run", "--problems", "2000"], "n must be an int in [0, 1222]"),
     (search, ["bestofk", "--ckpt", "run", "--k", "-1"], "--k"),
     (search, ["evolve", "--ckpt", "run", "--budget", "0"], "--budget"),
+    (search, ["evolve", "--ckpt", "run", "--budget", "8"], "below one round"),            # 9 samples at least
+    (search, ["evolve", "--ckpt", "run", "--budget", "26", "--unit", "answers"], "below one round"),  # 27 at m = 3
     (search, ["evolve", "--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
     (search, ["bestofk", "--ckpt", "no_args"], "not a train.py run checkpoint"),
     (search, ["sideways", "--ckpt", "run"], "invalid choice"),

@@ -194,10 +194,11 @@ def test_sample_until_solved_stops_at_the_solving_answer(monkeypatch):
         return None, None, texts, None, None
 
     monkeypatch.setattr(search, "rollout", fake_rollout)
-    res = search.sample_until_solved(tiny_model(), task, problems, m=1, budget=12, chunk=3)
+    res = search.sample_until_solved(tiny_model(), task, problems, m=1, budget=11, chunk=3)
     assert res[0]["solved_at"] == 5 and res[0]["used"] == 5
-    assert res[1]["solved_at"] is None and res[1]["used"] == 12
-    assert calls == [(2, 3), (2, 3), (1, 3), (1, 3)]                    # a solved problem is not sampled again
+    assert res[1]["solved_at"] is None and res[1]["used"] == 11
+    # a solved problem is not sampled again; the last call draws only what the budget has left
+    assert calls == [(2, 3), (2, 3), (1, 3), (1, 2)]
     calls.clear()
     res3 = search.sample_until_solved(tiny_model(), task, problems, m=3, budget=12, chunk=2)
     assert res3[0]["solved_at"] == 5 and res3[1]["used"] == 12           # sample 2's second answer: 3 + 2
