@@ -1,16 +1,21 @@
 """
-The reproduction pre-registered in results/PLAN.md (v3): every arm, seed and evaluation, then the tables and figures.
+The reproduction pre-registered in results/PLAN.md (v3, maze) and results/PLAN_CODE.md (code and search): every
+arm, seed and evaluation, then the tables and figures.
 
-    python -m results.reproduce             # the whole plan (about 3.5 hours on 2 CPU cores; resumable, below)
-    python -m results.reproduce --quick     # the same jobs on a tiny model, about 30 s (numbers near zero)
+    python -m results.reproduce             # both plans (about 3.5 hours on 2 CPU cores for the maze; resumable)
+    python -m results.reproduce --quick     # the same jobs on a tiny model, about 2 minutes (numbers near zero)
     python -m results.reproduce --report    # only rewrite results.md and the figures from the finished runs
+    python -m results.reproduce --part code # only the code comparison and its search (results/PLAN_CODE.md)
 
-Arms (MAIN and BASELINES in results/plan.py; PLAN.md says why each is there), all on the paper-style maze from the default
-`routes` warm start, every answer in its own room (sample.AnswerBudget):
+Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is there), every answer in its own room
+(sample.AnswerBudget); the maze arms from the default `routes` warm start:
   main       GRPO and VPO, 3 RL seeds, trained long enough for GRPO to narrow (1000 steps), evaluated at 4 points
              along training on the same held-out mazes, weights kept at those evaluations.
   baselines  Max@k (the paper's strongest scalar baseline) and Multi-RLVR (VPO's answer format, scalar reward),
              seed 0 first, then seeds 1 and 2.
+  code       the calibrated code task (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, 3 seeds, 500 steps; then
+             the search stage (results/search_jobs.py): the final GRPO and VPO weights screened for the held-out
+             problems none solves, evolutionary search and plain sampling from each with the same budget.
 
 Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/maze/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
