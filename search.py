@@ -90,7 +90,7 @@ class Population:
 
 @torch.no_grad()
 def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
-           seed=0, amp=True):
+           seed=0, amp=True, max_rows=1024):
     """Evolutionary search on every problem at once. -> list of dicts: solved_at (budget spent when the first
     solving program appeared, or None), used (<= budget), population size, best program."""
     if budget < min_budget(m, unit, parents_per_round):
@@ -101,12 +101,16 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
     rng = np.random.default_rng(seed)
     pops = [Population(task, p, budget, m, unit) for p in problems]
     cost = pops[0].cost if pops else 1
-    # the initial population: a quarter of the budget in fresh samples from the plain prompt
+    # the initial population: a quarter of the budget in fresh samples from the plain prompt, drawn in calls of
+    # at most max_rows rows (a 3072-answer budget on 32 problems would otherwise be one batch of 24,576 rows)
     n0 = max(1, (init or budget // 4) // cost)
-    _, _, texts, _, _ = rollout(model, task, problems, m, n0, temperature, generator, amp=amp)
-    for i, pop in enumerate(pops):
-        for t in texts[i * n0:(i + 1) * n0]:
-            pop.add(task.parse(t, m))
+    per_call = max(1, max_rows // max(1, len(problems)))
+    for start in range(0, n0, per_call):
+        n = min(per_call, n0 - start)
+        _, _, texts, _, _ = rollout(model, task, problems, m, n, temperature, generator, amp=amp)
+        for i, pop in enumerate(pops):
+            for t in texts[i * n:(i + 1) * n]:
+                pop.add(task.parse(t, m))
     block = model.config.block_size
     while not all(pop.done for pop in pops):
         prompts, prefixes, owners, written = [], [], [], []

@@ -1,5 +1,7 @@
 """Test-time search: lexicase selection, the population's budget, and best-of-k and the evolutionary search
 driven by scripted models (known answers, known rewards)."""
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -117,8 +119,9 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
         # 1 initial sample (6 // 4 samples); round 1: samples 2, 3; round 2: sample 4 solves
         (3, "samples", 6, 4, 4, 6),
     ]
-    for m, unit, budget, solving_sample, solved_at, used_unsolved in cases:
-        counts = {p: 0 for p in problems}
+    # max_rows 2: the initial samples drawn one per problem per call (the same draws for a scripted model)
+    for (m, unit, budget, solving_sample, solved_at, used_unsolved), max_rows in itertools.product(cases, (1024, 2)):
+        counts, rows = {p: 0 for p in problems}, []
         bases = {p: sample.prompt_ids(task, p, m) for p in problems}
 
         def owner(prompt):
@@ -132,6 +135,7 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
             return Generation(tokens, mask, torch.zeros(tokens.shape), torch.zeros_like(mask))
 
         def initial(model, prompts, max_new, num_samples, temperature, **kw):
+            rows.append(len(prompts) * num_samples)
             texts = []
             for prompt in prompts:
                 p = owner(prompt)
@@ -158,8 +162,11 @@ def test_evolve_solves_at_the_budget_the_scripted_model_reaches_the_target():
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(sample, "generate", initial)
             mp.setattr(search, "generate", child)
-            results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0)
-        case = (m, unit, budget)
+            results = search.evolve(tiny_model(), task, problems, m, budget, unit, parents_per_round=2, seed=0,
+                                    max_rows=max_rows)
+        case = (m, unit, budget, max_rows)
+        n0 = budget // 4 // (m if unit == "answers" else 1) or 1        # initial samples per problem
+        assert max(rows) <= max(max_rows, len(problems)) and sum(rows) == len(problems) * n0, case
         assert results[0]["solved_at"] == solved_at and results[0]["used"] == solved_at, case
         assert results[0]["best"] == problems[0].target, case
         assert results[1]["solved_at"] is None and results[1]["used"] == used_unsolved, case
