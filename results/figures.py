@@ -204,7 +204,7 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
         ax.set_xticks(list(KS), [str(k) for k in KS])
         _label(ax, f"step {step}", "k (answers)")
     axes[0][0].set_ylabel({"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)",
-                           "pass@k": "pass@k (whole rollouts)"}.get(key, key))
+                           "pass@k": "pass@k (whole rollouts)", "pooled_pass@k": "pooled pass@k"}.get(key, key))
     _save(fig, axes[0][0], path, suptitle)
 
 
