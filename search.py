@@ -148,16 +148,17 @@ def solved_by_budget(results, budgets):
 
 @torch.no_grad()
 def sample_until_solved(model, task, problems, m, budget, unit="answers", temperature=1.0, seed=0, chunk=64,
-                        amp=True):
+                        amp=True, max_rows=1024):
     """Best-of-k sampling with the search's budget, as the baseline the search must beat: fresh samples from the
-    plain prompt, `chunk` at a time per problem, until one answer solves or the budget is spent (counted as
-    Population counts it, so solved_at means the same as evolve's). -> list of dicts like evolve's."""
+    plain prompt, at most `chunk` per problem and max_rows in all per call, until one answer solves or the budget
+    is spent (counted as Population counts it, so solved_at means the same as evolve's).
+    -> list of dicts like evolve's."""
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
     pops = [Population(task, p, budget, m, unit) for p in problems]
     while not all(pop.done for pop in pops):
         open_ = [pop for pop in pops if not pop.done]
-        n = max(1, min(chunk, min((pop.budget - pop.used) // pop.cost for pop in open_)))
+        n = max(1, min(chunk, max_rows // len(open_), min((pop.budget - pop.used) // pop.cost for pop in open_)))
         _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in open_], m, n, temperature, generator,
                                     amp=amp)
         for i, pop in enumerate(open_):

@@ -17,7 +17,7 @@ Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is the
              the search stage (results/search_jobs.py): the final GRPO and VPO weights screened for the held-out
              problems none solves, evolutionary search and plain sampling from each with the same budget.
 
-Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/maze/, sharing
+Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/TASK/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
 eval.jsonl under results/runs/) is skipped, an interrupted one resumed from its checkpoint if there is one;
 results.md is rewritten after every finished run. Tables: report.py; figures: figures.py.

@@ -209,6 +209,9 @@ def test_sample_until_solved_stops_at_the_solving_answer(monkeypatch):
     calls.clear()
     res3 = search.sample_until_solved(tiny_model(), task, problems, m=3, budget=12, chunk=2)
     assert res3[0]["solved_at"] == 5 and res3[1]["used"] == 12           # sample 2's second answer: 3 + 2
+    calls.clear()
+    search.sample_until_solved(tiny_model(), task, problems, m=1, budget=11, chunk=3, max_rows=4)
+    assert calls == [(2, 2), (2, 2), (2, 2), (1, 3), (1, 2)]              # at most 4 rows a call
 
 
 def test_evolve_refuses_a_budget_below_one_round():
