@@ -122,6 +122,45 @@ def route_answers(cfg, out, main):
     return result
 
 
+def code_answers(cfg, out, code):
+    """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first
+    cfg["code_answer_problems"] held-out problems, 12 answers each (12 rollouts of one, or 4 of three), T = 0.7,
+    fixed seeds: what the models write. Sampled once per run and cached in out/answers_code.json (a clone without
+    the weights keeps what the cache holds)."""
+    import torch
+
+    from model import load_checkpoint
+    from runs.seeding import step_seed
+    from sample import rollout
+    path = os.path.join(out, "answers_code.json")
+    cache = json.load(open(path)) if os.path.isfile(path) else {}
+    runs = [(f"{r['slug']}-s{r['seed']}", r["summary"]["metrics"]["m"], os.path.join(r["dir"], "ckpt.pt"))
+            for rs in code.values() for r in rs]
+    if runs:
+        first = next(iter(code.values()))[0]
+        base = os.path.join(out, "runs", "code", "base", *first["summary"]["init"].split(os.sep)[-2:])
+        runs += [("base-m1", 1, base), ("base-m3", 3, base)]
+    task = get_task("code")
+    problems = task.problems("test", cfg.get("code_answer_problems", 32), seed=0)
+    changed = False
+    for name, m, ckpt in runs:
+        if name in cache or not os.path.isfile(ckpt):
+            continue
+        model = load_checkpoint(ckpt)[0].eval()
+        n_roll = 12 // m
+        with torch.no_grad():
+            _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
+                                        seeds=[step_seed(0, 8, i) for i in range(len(problems))])
+        cache[name] = {"m": m, "answers": [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)]
+                                           for i in range(len(problems))]}
+        changed = True
+    if changed:
+        cache["targets"] = [[p.target, p.family] for p in problems]
+        with open(path, "w") as f:
+            json.dump(cache, f, indent=1)
+    return cache
+
+
 def _path(problem, route):
     """Cells (row, col) visited by a route from S, stopping at E or the budget; None if not a move string."""
     from tasks.maze import MOVES, ROUTE

@@ -8,6 +8,7 @@ Numbers are means ± standard deviation (numpy's, ddof 0) over RL seeds; a singl
 """
 import json
 import os
+import re
 
 import numpy as np
 
@@ -149,6 +150,9 @@ def wall_seconds(out):
 def write_report(cfg, out, title, figures=True):
     """Rewrite out/results.md (and, with figures, the PNGs) from whatever has finished. -> the markdown lines."""
     main, baselines = finished_runs(cfg, out, "main"), finished_runs(cfg, out, "baselines")
+    if figures and "code" in cfg:  # sample what the code runs write (cached), for the forms table
+        from results.figures import code_answers
+        code_answers(cfg, out, finished_runs(cfg, out, "code"))
     runs = {**main, **baselines}
     lines = [f"# Reproduction v3: `{title}`", "",
              "Configuration, metrics and the deciding comparison: [PLAN.md](PLAN.md) (committed before these runs). "
@@ -213,7 +217,47 @@ def code_section(cfg, out):
     lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
                                       ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
                                       ("pareto_frac", None, "Pareto frac.")], bases) + [""]
+    path = os.path.join(out, "answers_code.json")
+    if os.path.isfile(path):
+        lines += forms_table(read_json(path))
     return lines + search_section(cfg, out)
+
+
+THREE_LEVELS = re.compile(r"-?\d+ if x<-?\d+ else -?\d+ if x<-?\d+ else -?\d+")
+
+
+def answer_form(source):
+    """The syntactic form of a program: the shape of each family's target, or "other"."""
+    if THREE_LEVELS.fullmatch(source):
+        return "three levels"
+    for needle, form in (("abs(", "abs"), ("%", "remainder"), ("min(max(", "clip"), ("max(", "min/max"),
+                         ("min(", "min/max"), (" if ", "other conditional")):
+        if needle in source:
+            return form
+    return "other"
+
+
+FORMS = ("three levels", "abs", "remainder", "clip", "min/max", "other conditional", "other")
+
+
+def forms_table(cache):
+    """Share of the written answers in each form, per checkpoint (seeds pooled per arm), on the problems whose
+    target is not itself three levels: a three-level answer there is a partial program fitted to the tests."""
+    if "targets" not in cache:
+        return []
+    other = [i for i, (_, family) in enumerate(cache["targets"]) if family != "step3"]
+    arms = {}
+    for name, entry in cache.items():
+        if name == "targets":
+            continue
+        arm = name if name.startswith("base") else name.rsplit("-s", 1)[0]
+        arms.setdefault(arm, []).extend(a for i in other for a in entry["answers"][i] if a)
+    rows = [[arm, str(len(answers))] + [f"{sum(answer_form(a) == f for a in answers) / len(answers):.2f}"
+                                        for f in FORMS] for arm, answers in arms.items() if answers]
+    return ([f"What the models write (`answers_code.json`: 12 answers per problem at T = 0.7, final weights, seeds "
+             f"pooled): the form of the written answers on the {len(other)} of the first {len(cache['targets'])} "
+             f"held-out problems whose target is not three constant levels:", ""]
+            + table(["checkpoint", "answers"] + list(FORMS), rows) + [""])
 
 
 def search_section(cfg, out):

@@ -190,6 +190,9 @@ def test_quick_runs_the_code_comparison_and_its_search(quick):
     assert re.search(r"^\| VPO search \| 2 \|", text, re.M) and re.search(r"^\| GRPO sampling \| 2 \|", text, re.M)
     assert re.search(r"^\| search \| 27 \| \d+ \| \d+ \| \d+ \|", text, re.M)
     assert search_jobs.pending(cfg, str(quick)) == []                  # nothing left to do
+    answers = json.loads((quick / "answers_code.json").read_text())
+    assert {"base-m1", "base-m3", "grpo-s0", "vpo-s1", "multi_rlvr-s0"} <= set(answers)
+    assert len(answers["vpo-s0"]["answers"]) == len(answers["targets"]) and len(answers["vpo-s0"]["answers"][0]) == 12
 
 
 def test_hard_problems_are_those_no_checkpoint_solved():
@@ -242,3 +245,19 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) |" in lines
     assert "| search | 27 | 1 | 1 | 1 |" in lines                      # VPO only, GRPO only, both
     assert "| search | 9 | 1 | 0 | 0 |" in lines
+
+
+def test_answer_forms_by_hand():
+    assert report.answer_form("2 if x<-1 else 2 if x<6 else 6") == "three levels"
+    assert report.answer_form("-1 if x<1 else -6 if x<7 else -1") == "three levels"
+    assert report.answer_form("abs(x-3)+1") == "abs" and report.answer_form("x%4-2") == "remainder"
+    assert report.answer_form("min(max(x,2),6)") == "clip" and report.answer_form("max(-x+7,2)") == "min/max"
+    assert report.answer_form("-1 if x<-1 else -x") == "other conditional" and report.answer_form("2*x+1") == "other"
+    cache = {"targets": [["max(-x+7,2)", "clamp"], ["1 if x<0 else 2 if x<4 else 3", "step3"]],
+             "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""],
+                                    ["9 if x<0 else 1 if x<1 else 2"]]},
+             "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], []]}}
+    lines = report.forms_table(cache)
+    # only problem 0 counts (problem 1's target is three levels); vpo's 4 written answers there: 1 three-level,
+    # 2 min/max, 1 abs
+    assert "| vpo | 4 | 0.25 | 0.25 | 0.00 | 0.00 | 0.50 | 0.00 | 0.00 |" in lines
