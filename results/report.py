@@ -296,9 +296,10 @@ def search_section(cfg, out):
             only_v, only_g, both = solved_only_by(solved["vpo"], solved["grpo"])
             rows.append([("search" if kind == "evolve" else "sampling"), str(b), str(len(only_v)), str(len(only_g)),
                          str(len(both))])
-    lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
-              "checkpoints solve problems GRPO checkpoints never do):", ""]
-    lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
+    if rows:  # once both methods have finished files
+        lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
+                  "checkpoints solve problems GRPO checkpoints never do):", ""]
+        lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
     return lines
 
 
