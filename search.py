@@ -88,6 +88,14 @@ class Population:
         return self.solved_at is not None or self.used + self.cost > self.budget
 
 
+def add_fresh_samples(model, task, pops, m, n, temperature, generator, amp=True):
+    """n fresh samples from the plain prompt of each population's problem, added to it (and charged)."""
+    _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in pops], m, n, temperature, generator, amp=amp)
+    for i, pop in enumerate(pops):
+        for t in texts[i * n:(i + 1) * n]:
+            pop.add(task.parse(t, m))
+
+
 @torch.no_grad()
 def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
            seed=0, amp=True, max_rows=1024):
@@ -106,11 +114,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
     n0 = max(1, (init or budget // 4) // cost)
     per_call = max(1, max_rows // max(1, len(problems)))
     for start in range(0, n0, per_call):
-        n = min(per_call, n0 - start)
-        _, _, texts, _, _ = rollout(model, task, problems, m, n, temperature, generator, amp=amp)
-        for i, pop in enumerate(pops):
-            for t in texts[i * n:(i + 1) * n]:
-                pop.add(task.parse(t, m))
+        add_fresh_samples(model, task, pops, m, min(per_call, n0 - start), temperature, generator, amp)
     block = model.config.block_size
     while not all(pop.done for pop in pops):
         prompts, prefixes, owners, written = [], [], [], []
@@ -159,11 +163,7 @@ def sample_until_solved(model, task, problems, m, budget, unit="answers", temper
     while not all(pop.done for pop in pops):
         open_ = [pop for pop in pops if not pop.done]
         n = max(1, min(chunk, max_rows // len(open_), min((pop.budget - pop.used) // pop.cost for pop in open_)))
-        _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in open_], m, n, temperature, generator,
-                                    amp=amp)
-        for i, pop in enumerate(open_):
-            for t in texts[i * n:(i + 1) * n]:
-                pop.add(task.parse(t, m))
+        add_fresh_samples(model, task, open_, m, n, temperature, generator, amp)
     return [{"solved_at": pop.solved_at, "used": pop.used, "population": len(pop.answers)} for pop in pops]
 
 
