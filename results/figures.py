@@ -261,6 +261,30 @@ def answer_room_figure(logs, path, suptitle):
     _save(fig, axes[0], path, suptitle)
 
 
+def search_figure(found, budgets, path, suptitle, colours=None):
+    """Problems solved against the budget (answers), for the evolutionary search (solid, o) and sampling with the
+    same budget (dashed, x): left, the mean over seeds (the range shaded); right, the problems some seed solved."""
+    from search import solved_by_budget
+    fig, axes = plt.subplots(1, 2, figsize=(10.4, 3.9), sharey=True)
+    names = {"grpo": "GRPO", "vpo": "VPO"}
+    for kind, style, marker in (("evolve", "-", "o"), ("sample", "--", "x")):
+        for i, (slug, rs) in enumerate(found[kind].items()):
+            colour = (colours or {}).get(slug, f"C{i}")
+            label = f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'} ({len(rs)})"
+            counts = np.array([[solved_by_budget(r["results"], budgets)[b] for b in budgets] for r in rs])
+            axes[0].plot(budgets, counts.mean(0), style, marker=marker, color=colour, label=label)
+            axes[0].fill_between(budgets, counts.min(0), counts.max(0), color=colour, alpha=0.1)
+            union = [len({p for r in rs for p, res in zip(r["problems"], r["results"])
+                          if res["solved_at"] is not None and res["solved_at"] <= b}) for b in budgets]
+            axes[1].plot(budgets, union, style, marker=marker, color=colour, label=label)
+    for ax, title in zip(axes, ("mean over seeds (range shaded)", "solved by some seed")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(budgets), [str(b) for b in budgets])
+        _label(ax, title, "budget (answers per problem)")
+    axes[0].set_ylabel("problems solved")
+    _save(fig, axes[0], path, suptitle)
+
+
 def write_figures(cfg, out, runs):
     """Every figure results.md links (and the README shows). -> their file names."""
     names = []
@@ -296,6 +320,13 @@ def write_figures(cfg, out, runs):
             names.append(name)
         training_figure(code, os.path.join(out, "training_code.png"), "code: training curves (mean over seeds)")
         names.append("training_code.png")
+    from results.search_jobs import read_searches
+    found, hard = read_searches(cfg, out)
+    if hard and any(found.values()):
+        search_figure(found, list(cfg["search"]["budgets"]), os.path.join(out, "search_code.png"),
+                      f"code: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
+                      "problems", colours={"grpo": "C0", "vpo": "C2"})
+        names.append("search_code.png")
     pilot = os.path.join(out, "pilot")
     logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
             (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))

@@ -300,7 +300,40 @@ def search_section(cfg, out):
         lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
                   "checkpoints solve problems GRPO checkpoints never do):", ""]
         lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
-    return lines
+    return lines + solved_problems_table(found, hard, names, s)
+
+
+def solved_problems_table(found, hard, names, s):
+    """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
+    many answers), and whether the searches' solving programs also pass the hidden tests (sampling jobs keep no
+    programs)."""
+    from tasks import get_task
+    task = get_task("code")
+    problems = task.problems("test", hard["screened"], seed=0)
+    columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
+    solved = sorted({p for kind, slug in columns for r in found[kind][slug]
+                     for p, res in zip(r["problems"], r["results"]) if res["solved_at"] is not None})
+    if not solved:
+        return []
+    rows = []
+    for p in solved:
+        cells, hidden = [], []
+        for kind, slug in columns:
+            hits = []
+            for r in found[kind][slug]:
+                res = r["results"][r["problems"].index(p)]
+                if res["solved_at"] is not None:
+                    hits.append(f"s{r['rl_seed']} ({res['solved_at']})")
+                    if res.get("best") is not None:
+                        hidden.append(task.solved_hidden(problems[p], res["best"]))
+            cells.append(", ".join(hits) or "-")
+        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
+                    [f"{sum(hidden)} / {len(hidden)}" if hidden else "-"])
+    header = ["problem", "family", "target"] + [
+        f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'}" for kind, slug in columns]
+    return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
+            "many of the searches' solving programs also pass the problem's hidden tests:", ""] + \
+        table(header + ["search programs passing hidden tests"], rows) + [""]
 
 
 def first_metrics(runs):

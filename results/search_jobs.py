@@ -123,7 +123,8 @@ def pending(cfg, out):
 
 
 def read_searches(cfg, out):
-    """{kind: {slug: [file contents per seed]}} of the finished evolve and sample jobs, and hard.json (or None)."""
+    """{kind: {slug: [file contents per RL seed, with its "rl_seed"]}} of the finished evolve and sample jobs, and
+    hard.json (or None)."""
     search = cfg.get("search")
     found = {"evolve": {}, "sample": {}}
     if not search:
@@ -133,6 +134,6 @@ def read_searches(cfg, out):
             for seed in cfg["code"]["seeds"]:
                 path = path_of(out, kind, slug, seed)
                 if os.path.isfile(path):
-                    found[kind].setdefault(slug, []).append({"seed": seed, **read_json(path)})
+                    found[kind].setdefault(slug, []).append({**read_json(path), "rl_seed": seed})  # "seed": the search's
     hard = path_of(out, "hard")
     return found, read_json(hard) if os.path.isfile(hard) else None

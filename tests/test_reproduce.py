@@ -8,6 +8,7 @@ import re
 import pytest
 
 from results import plan, report, reproduce
+from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -233,18 +234,30 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     hard = [11, 12, 13]
     search_jobs.write_json(search_jobs.path_of(out, "hard"), {"problems": hard, "screened": 20})
 
-    def res(*solved_at):
-        return {"results": [{"solved_at": s, "used": s or 27, "population": 1} for s in solved_at]}
+    def res(*solved_at):  # as search_jobs writes them: "seed" is the search's seed (0), not the RL seed
+        return {"seed": 0, "problems": hard,
+                "results": [{"solved_at": s, "used": s or 27, "population": 1} for s in solved_at]}
     files = {("vpo", 0): res(5, 20, None), ("vpo", 1): res(None, 27, None),
              ("grpo", 0): res(None, 12, 10), ("grpo", 1): res(None, None, None)}
     for (slug, seed), content in files.items():
         for kind in ("evolve", "sample"):
             search_jobs.write_json(search_jobs.path_of(out, kind, slug, seed), content)
+    # VPO seed 0's search kept its solving program for problem 11: the target itself, so it passes the hidden tests
+    target = get_task("code").problems("test", 20, seed=0)[11].target
+    evolve = search_jobs.path_of(out, "evolve", "vpo", 0)
+    content = res(5, 20, None)
+    content["results"][0]["best"] = target
+    search_jobs.write_json(evolve, content)
     lines = report.search_section(cfg, out)
     assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) |" in lines
     assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) |" in lines
     assert "| search | 27 | 1 | 1 | 1 |" in lines                      # VPO only, GRPO only, both
     assert "| search | 9 | 1 | 0 | 0 |" in lines
+    # which problems, by which RL seed (answers spent), and the searches' programs checked on the hidden tests
+    row = next(line for line in lines if line.startswith("| 12 |"))
+    assert row.endswith("| s0 (12) | s0 (20), s1 (27) | s0 (12) | s0 (20), s1 (27) | - |")
+    assert next(line for line in lines if line.startswith("| 11 |")).endswith("| - | s0 (5) | - | s0 (5) | 1 / 1 |")
+    assert next(line for line in lines if line.startswith("| 13 |")).endswith("| s0 (10) | - | s0 (10) | - | - |")
 
 
 def test_answer_forms_by_hand():
