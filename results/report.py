@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from results.plan import KS, read_jsonl_or_empty, read_json, at_step, base_metrics, eval_steps, finished_runs, value
+from tasks import get_task
 
 
 
@@ -274,16 +275,29 @@ def search_section(cfg, out):
              f"The problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
              f"solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem "
              f"(T = {s['temperature']}); problems solved within each budget, per seed (s0 / s1 / ...), and their "
-             f"mean. Sampling: fresh samples from the plain prompt with the same budget.", ""]
+             f"mean. Sampling: fresh samples from the plain prompt with the same budget. The last column: distinct non-empty "
+             f"answers written on a problem the run did not solve, over its whole budget (mean over such problems); "
+             f"and, per seed, the fraction of shown tests passed by the best program the search kept, averaged over "
+             f"the problems (1 where solved; the search's best@k, not in the plan: added after the runs).", ""]
     budgets = s["budgets"]
+    task = get_task("code")
+    problems = task.problems("test", hard["screened"], seed=0)
+
+    def best_tests(problem, res):  # the fraction of shown tests the search's best program passes (0: none kept)
+        return float(task.score(problem, res["best"]).mean()) if res.get("best") is not None else 0.0
     rows = []
     for kind in ("evolve", "sample"):
         for slug, runs in found[kind].items():
             counts = [solved_by_budget(r["results"], budgets) for r in runs]
+            distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
+            best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
+                    for r in runs] if kind == "evolve" else []
             rows.append([f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'}",
                          str(len(runs))] + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
-                                            for b in budgets])
-    lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets], rows) + [""]
+                                            for b in budgets] + [f"{np.mean(distinct):.0f}" if distinct else "-",
+                                                                 " / ".join(f"{b:.3f}" for b in best) or "-"])
+    lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
+                   ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
     rows = []
     for kind in ("evolve", "sample"):
         runs = found[kind]
@@ -300,16 +314,13 @@ def search_section(cfg, out):
         lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
                   "checkpoints solve problems GRPO checkpoints never do):", ""]
         lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
-    return lines + solved_problems_table(found, hard, names, s)
+    return lines + solved_problems_table(found, task, problems, names)
 
 
-def solved_problems_table(found, hard, names, s):
+def solved_problems_table(found, task, problems, names):
     """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
     many answers), and whether the searches' solving programs also pass the hidden tests (sampling jobs keep no
     programs)."""
-    from tasks import get_task
-    task = get_task("code")
-    problems = task.problems("test", hard["screened"], seed=0)
     columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
     solved = sorted({p for kind, slug in columns for r in found[kind][slug]
                      for p, res in zip(r["problems"], r["results"]) if res["solved_at"] is not None})

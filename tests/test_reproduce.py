@@ -236,7 +236,7 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
 
     def res(*solved_at):  # as search_jobs writes them: "seed" is the search's seed (0), not the RL seed
         return {"seed": 0, "problems": hard,
-                "results": [{"solved_at": s, "used": s or 27, "population": 1} for s in solved_at]}
+                "results": [{"solved_at": s, "used": s or 27, "population": s or 40} for s in solved_at]}
     files = {("vpo", 0): res(5, 20, None), ("vpo", 1): res(None, 27, None),
              ("grpo", 0): res(None, 12, 10), ("grpo", 1): res(None, None, None)}
     for (slug, seed), content in files.items():
@@ -249,8 +249,11 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     content["results"][0]["best"] = target
     search_jobs.write_json(evolve, content)
     lines = report.search_section(cfg, out)
-    assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) |" in lines
-    assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) |" in lines
+    # distinct answers: over unsolved problems only; the best program's tests: per seed, over every problem (VPO
+    # seed 0 kept the target for problem 11 and nothing elsewhere: 1/3)
+    assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | 0.333 / 0.000 |" in lines
+    assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) | 40 | 0.000 / 0.000 |" in lines
+    assert "| VPO sampling | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | - |" in lines
     assert "| search | 27 | 1 | 1 | 1 |" in lines                      # VPO only, GRPO only, both
     assert "| search | 9 | 1 | 0 | 0 |" in lines
     # which problems, by which RL seed (answers spent), and the searches' programs checked on the hidden tests
