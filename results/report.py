@@ -271,8 +271,8 @@ def search_section(cfg, out):
         return []
     s = cfg["search"]
     names = {"grpo": "GRPO", "vpo": "VPO"}
-    lines = [f"### Evolutionary search on the {len(hard['problems'])} hardest held-out problems", "",
-             f"The problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
+    lines = ["### Evolutionary search on the hardest held-out problems", "",
+             f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
              f"solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem "
              f"(T = {s['temperature']}); problems solved within each budget, per seed (s0 / s1 / ...), and their "
              f"mean. Sampling: fresh samples from the plain prompt with the same budget. The last column: distinct non-empty "
