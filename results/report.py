@@ -275,10 +275,10 @@ def search_section(cfg, out):
              f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
              f"solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem "
              f"(T = {s['temperature']}); problems solved within each budget, per seed (s0 / s1 / ...), and their "
-             f"mean. Sampling: fresh samples from the plain prompt with the same budget. The last column: distinct non-empty "
-             f"answers written on a problem the run did not solve, over its whole budget (mean over such problems); "
-             f"and, per seed, the fraction of shown tests passed by the best program the search kept, averaged over "
-             f"the problems (1 where solved; the search's best@k, not in the plan: added after the runs).", ""]
+             f"mean. Sampling: fresh samples from the plain prompt with the same budget. The last two columns (added "
+             f"after the runs, not in the plan): distinct non-empty answers written on a problem the run did not "
+             f"solve, over its whole budget (mean over such problems); and, per seed, the fraction of shown tests "
+             f"that the best program the search kept passes, averaged over the problems (1 where solved).", ""]
     budgets = s["budgets"]
     task = get_task("code")
     problems = task.problems("test", hard["screened"], seed=0)
