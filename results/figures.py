@@ -264,19 +264,18 @@ def answer_room_figure(logs, path, suptitle):
 def search_figure(found, budgets, path, suptitle, colours=None):
     """Problems solved against the budget (answers), for the evolutionary search (solid, o) and sampling with the
     same budget (dashed, x): left, the mean over seeds (the range shaded); right, the problems some seed solved."""
+    from results.search_jobs import label, solved_within
     from search import solved_by_budget
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 3.9), sharey=True)
-    names = {"grpo": "GRPO", "vpo": "VPO"}
     for kind, style, marker in (("evolve", "-", "o"), ("sample", "--", "x")):
         for i, (slug, rs) in enumerate(found[kind].items()):
             colour = (colours or {}).get(slug, f"C{i}")
-            label = f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'} ({len(rs)})"
+            name = f"{label(kind, slug)} ({len(rs)})"
             counts = np.array([[solved_by_budget(r["results"], budgets)[b] for b in budgets] for r in rs])
-            axes[0].plot(budgets, counts.mean(0), style, marker=marker, color=colour, label=label)
+            axes[0].plot(budgets, counts.mean(0), style, marker=marker, color=colour, label=name)
             axes[0].fill_between(budgets, counts.min(0), counts.max(0), color=colour, alpha=0.1)
-            union = [len({p for r in rs for p, res in zip(r["problems"], r["results"])
-                          if res["solved_at"] is not None and res["solved_at"] <= b}) for b in budgets]
-            axes[1].plot(budgets, union, style, marker=marker, color=colour, label=label)
+            union = [len(set().union(*(solved_within(r, b) for r in rs))) for b in budgets]
+            axes[1].plot(budgets, union, style, marker=marker, color=colour, label=name)
     for ax, title in zip(axes, ("mean over seeds (range shaded)", "solved by some seed")):
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(budgets), [str(b) for b in budgets])

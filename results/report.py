@@ -264,13 +264,12 @@ def forms_table(cache):
 def search_section(cfg, out):
     """Problems solved within each budget by the evolutionary search and by sampling, per seed, and the paper's
     count: problems some seed of one method solves and no seed of the other ever does."""
-    from results.search_jobs import read_searches
+    from results.search_jobs import HOW, label, read_searches, solved_within
     from search import solved_by_budget, solved_only_by
     found, hard = read_searches(cfg, out)
     if not hard or not any(found.values()):
         return []
     s = cfg["search"]
-    names = {"grpo": "GRPO", "vpo": "VPO"}
     lines = ["### Evolutionary search on the hardest held-out problems", "",
              f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the searched checkpoints "
              f"solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem "
@@ -292,8 +291,7 @@ def search_section(cfg, out):
             distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
             best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
                     for r in runs] if kind == "evolve" else []
-            rows.append([f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'}",
-                         str(len(runs))] + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
+            rows.append([label(kind, slug), str(len(runs))] + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
                                             for b in budgets] + [f"{np.mean(distinct):.0f}" if distinct else "-",
                                                                  " / ".join(f"{b:.3f}" for b in best) or "-"])
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
@@ -304,26 +302,23 @@ def search_section(cfg, out):
         if not all(slug in runs for slug in ("grpo", "vpo")):
             continue
         for b in budgets:
-            solved = {slug: [{hard["problems"][i] for i, res in enumerate(r["results"])
-                              if res["solved_at"] is not None and res["solved_at"] <= b} for r in runs[slug]]
-                      for slug in ("grpo", "vpo")}
+            solved = {slug: [solved_within(r, b) for r in runs[slug]] for slug in ("grpo", "vpo")}
             only_v, only_g, both = solved_only_by(solved["vpo"], solved["grpo"])
-            rows.append([("search" if kind == "evolve" else "sampling"), str(b), str(len(only_v)), str(len(only_g)),
-                         str(len(both))])
+            rows.append([HOW[kind], str(b), str(len(only_v)), str(len(only_g)), str(len(both))])
     if rows:  # once both methods have finished files
         lines += ["Problems solved by some seed of one method and by no seed of the other (the paper's claim: VPO "
                   "checkpoints solve problems GRPO checkpoints never do):", ""]
         lines += table(["how", f"budget ({s['unit']})", "VPO only", "GRPO only", "both"], rows) + [""]
-    return lines + solved_problems_table(found, task, problems, names)
+    return lines + solved_problems_table(found, task, problems)
 
 
-def solved_problems_table(found, task, problems, names):
+def solved_problems_table(found, task, problems):
     """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
     many answers), and whether the searches' solving programs also pass the hidden tests (sampling jobs keep no
     programs)."""
+    from results.search_jobs import label, solved_within
     columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
-    solved = sorted({p for kind, slug in columns for r in found[kind][slug]
-                     for p, res in zip(r["problems"], r["results"]) if res["solved_at"] is not None})
+    solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
     if not solved:
         return []
     rows = []
@@ -340,8 +335,7 @@ def solved_problems_table(found, task, problems, names):
             cells.append(", ".join(hits) or "-")
         rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
                     [f"{sum(hidden)} / {len(hidden)}" if hidden else "-"])
-    header = ["problem", "family", "target"] + [
-        f"{names.get(slug, slug)} {'search' if kind == 'evolve' else 'sampling'}" for kind, slug in columns]
+    header = ["problem", "family", "target"] + [label(kind, slug) for kind, slug in columns]
     return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
             "many of the searches' solving programs also pass the problem's hidden tests:", ""] + \
         table(header + ["search programs passing hidden tests"], rows) + [""]

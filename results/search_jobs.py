@@ -122,6 +122,21 @@ def pending(cfg, out):
     return [j for j in jobs if not os.path.isfile(j["makes"])]
 
 
+HOW = {"evolve": "search", "sample": "sampling"}   # a job kind as the tables and figures name it
+NAMES = {"grpo": "GRPO", "vpo": "VPO"}
+
+
+def label(kind, slug):
+    """'GRPO search', 'VPO sampling', ..."""
+    return f"{NAMES.get(slug, slug)} {HOW[kind]}"
+
+
+def solved_within(run, budget=None):
+    """The problem ids an evolve or sample file solved within `budget` answers (any budget if None)."""
+    return {p for p, res in zip(run["problems"], run["results"])
+            if res["solved_at"] is not None and (budget is None or res["solved_at"] <= budget)}
+
+
 def read_searches(cfg, out):
     """{kind: {slug: [file contents per RL seed, with its "rl_seed"]}} of the finished evolve and sample jobs, and
     hard.json (or None)."""
