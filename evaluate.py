@@ -1,5 +1,6 @@
 """
-Rollouts on task prompts, and the evaluation of a policy on held-out problems.
+The evaluation of a policy on held-out problems: sample many answers per problem (sample.rollout), then the
+metrics of the answer pools (metrics.py).
 
     from evaluate import evaluate
     metrics, pools = evaluate(model, task, task.problems("test", 64, seed=0), m=3, ks=[3, 6, 12, 24, 48])
@@ -174,8 +175,8 @@ def report(directory, task, ks, results, label, summary):
     return summary
 
 
-def main(argv=None):
-    from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
+def get_parser():
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, number
     ap = Parser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=PROBLEMS, default=64, help="held-out test problems")
@@ -187,8 +188,13 @@ def main(argv=None):
     ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                     help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
+    return ap
+
+
+def main(argv=None):
+    from runs.cli import UsageError, load_run, pick_device, test_problems, use_amp
     try:
-        args = ap.parse_args(argv)
+        args = get_parser().parse_args(argv)
         if args.json and (os.path.isdir(args.json) or not os.path.isdir(os.path.dirname(os.path.abspath(args.json)))):
             raise UsageError(f"--json {args.json}: not a file in an existing directory")
         device = pick_device(args.device)

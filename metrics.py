@@ -10,7 +10,6 @@ is the reward vector of answer y.
                   or from one pool of all answers (the authors', pooled=True)
   pass@k          1 - C(n-c, k) / C(n, k); best_at_k on 0/1 scores is the same      pass_at_k
   E_w[best@k]     (1/N) sum_n best@k under w_n^T r, the VPO objective               expected_best_at_k
-  E_w max         (1/N) sum_n max_y w_n^T r(y) of one pool                          expected_best
   diversity       mean pairwise L1 distance between a pool's reward vectors         diversity
   Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics
                   front vectors, mean of each reward dimension
@@ -103,15 +102,6 @@ def best_at_k(scores, k, m=None, mask=None, pooled=False):
         return float(_expected_max(_pool(s, mask, k), k))
     draws = _rollout_draws(k, s.shape[1], s.shape[0])
     return float(_expected_max(masked_max(s, mask), draws))
-
-
-def expected_best(reward_vectors, weights):
-    """E_w max_y w^T r(y) of one pool: (1/N) sum_n max_i w_n^T r_i; reward_vectors (n, D), weights (N, D).
-    An empty pool scores 0."""
-    r, w = _f64(reward_vectors), _f64(weights)
-    check_arg(r.dim() == 2 and w.dim() == 2 and r.shape[1] == w.shape[1], "reward_vectors/weights",
-              "(n, D) and (N, D)", (tuple(r.shape), tuple(w.shape)))
-    return 0.0 if len(r) == 0 else float((w @ r.T).amax(dim=-1).mean())
 
 
 def expected_best_at_k(rewards, k, weights, mask=None, pooled=False):

@@ -207,34 +207,17 @@ def autocast(device_type, enabled=True):
 
 
 # ----------------------------------------------------------------------------- scoring completions (training)
-def _place(prompts, width, pad_id, device, left):
-    """Prompts (lists of ids) written into a (P, width) tensor of pad_id, left- or right-aligned, without a
-    loop over rows: one tensor of all ids and one scatter. -> (idx (P, width), lengths (P,))"""
+def left_pad(prompts, pad_id, device="cpu"):
+    """Prompts (lists of ids) left-padded with pad_id to the longest, without a loop over rows (one tensor of all
+    ids and one scatter): -> idx (P, Tp), start (P,) = first real slot of each."""
     lens = torch.tensor([len(p) for p in prompts], device=device)
+    Tp = int(lens.max())
     flat = torch.tensor([t for p in prompts for t in p], dtype=torch.long, device=device)
     row = torch.arange(len(prompts), device=device).repeat_interleave(lens)
     col = torch.arange(len(flat), device=device) - (lens.cumsum(0) - lens)[row]         # index within its prompt
-    idx = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
-    idx[row, col + (width - lens[row] if left else 0)] = flat
-    return idx, lens
-
-
-def left_pad(prompts, pad_id=0, device="cpu"):
-    """Prompts left-padded to the longest: -> idx (P, Tp), start (P,) = first real slot of each."""
-    Tp = max(len(p) for p in prompts)
-    idx, lens = _place(prompts, Tp, pad_id, device, left=True)
+    idx = torch.full((len(prompts), Tp), pad_id, dtype=torch.long, device=device)
+    idx[row, col + Tp - lens[row]] = flat
     return idx, Tp - lens
-
-
-def pack(prompts, tokens, pad_id=0):
-    """Prompt + completion per row, right-padded: -> idx (R, L) for one causal forward, and pos (R, Tc): the
-    position whose logits predict completion token t of row r, len(prompts[r]) - 1 + t. The reference that the
-    shared-prefix forward (pack_shared) is tested against."""
-    R, Tc = tokens.shape
-    idx, lens = _place(prompts, max(len(p) for p in prompts) + Tc - 1, pad_id, tokens.device, left=False)
-    pos = lens[:, None] - 1 + torch.arange(Tc, device=tokens.device)[None, :]         # (R, Tc)
-    idx.scatter_(1, pos[:, 1:], tokens[:, :-1])                                        # completion after prompt
-    return idx, pos
 
 
 def head_logprobs(model, x, tokens, temperature=1.0):
@@ -243,15 +226,6 @@ def head_logprobs(model, x, tokens, temperature=1.0):
     the rollouts were drawn (veRL does the same)."""
     logits = model.logits_fp32(x) / temperature                                        # (R, Tc, V) fp32
     return logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
-
-
-def token_logprobs(model, idx, pos, tokens, temperature=1.0, amp=True):
-    """log pi(y_t | x, y_<t) of each completion token, (R, Tc), from one causal forward over pack's idx.
-    amp=False keeps CUDA in fp32 (train.py --dtype float32); the head is fp32 either way."""
-    with autocast(idx.device.type, amp):
-        x = model(idx, head=False)                                                     # (R, L, C)
-    x = x.gather(1, pos[..., None].expand(-1, -1, x.shape[-1]))                        # (R, Tc, C)
-    return head_logprobs(model, x, tokens, temperature)
 
 
 @dataclass
@@ -270,7 +244,7 @@ class SharedBatch:
         return SharedBatch(self.prefix[used], self.start[used], owner, self.inputs[rows], self.tokens[rows])
 
 
-def pack_shared(prompts, tokens, num_samples, pad_id=0):
+def pack_shared(prompts, tokens, num_samples, pad_id):
     """prompts: P lists of ids; tokens (P * num_samples, Tc), prompt-major (row r continues prompt
     r // num_samples), as sample.generate returns them -> SharedBatch."""
     R, Tc = tokens.shape
@@ -284,7 +258,8 @@ def pack_shared(prompts, tokens, num_samples, pad_id=0):
 def shared_token_logprobs(model, batch, temperature=1.0, amp=True):
     """log pi(y_t | x, y_<t) of each completion token, (R, Tc): the prompts' forward once (P rows), then one
     forward over the completions (R rows) attending to their prompt's keys and values (SharedPrefix). Equals
-    token_logprobs over pack to float tolerance, values and gradients (tests/test_model_sample.py)."""
+    the plain forward over prompt + completion (tests/reference.py: pack, token_logprobs) to float tolerance,
+    values and gradients (tests/test_model_sample.py)."""
     Tp, Tc = batch.prefix.shape[1], batch.inputs.shape[1]
     if Tp + Tc > model.config.block_size:
         raise ValueError(f"prompt + completion = {Tp + Tc} tokens exceeds block_size={model.config.block_size}")

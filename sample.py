@@ -1,61 +1,123 @@
 """
-Batched sampling with a KV cache, and the rollout (sample, then score): the hot loop of RL.
+Sampling, read top-down: the rollout of an RL step (sample, then score), the batched sampler with a KV cache under
+it, the rule that gives every answer its own room, and last the fast paths.
 
+The rollout: gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, temperature, seeds=...)
+writes each problem's prompt, samples G completions of m answers (every answer in its own room), and scores
+them with the task: rewards (B, G, m, D), mask (B, G, m) of the valid answers (Task.score_rollouts, per prompt).
+
+The sampler:
     out = generate(model, prompts, max_new_tokens=64, num_samples=8, temperature=1.0, stop_token=END_ID,
                    generator=torch.Generator().manual_seed(0))
     out.tokens   # (P * num_samples, T) generated tokens, prompt-major: rows 0..num_samples-1 belong to prompt 0
     out.mask     # (P * num_samples, T) True on generated tokens up to and including the stop token
     out.logprobs # (P * num_samples, T) log-prob of each sampled token under the sampling distribution
 
-How it works: the P prompts are left-padded to a common length and prefilled once, at batch P; their keys and
-values stay in the cache once and are shared by the num_samples rows of each prompt (KVCache). Every one
-of the P * num_samples rows samples its own first token from the prefill logits (a shared first token would give every rollout of a group the same start). Each step feeds one
-token per row; a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later
-tokens are masked out. The mask comes from positions (the index of each row's first stop), never from ids.
-The loop reads back from the device only whether all rows have stopped, every check_every tokens; masks and
-positions are computed once per call (KVCache), and the head runs in fp32. static=True gives a decode step
-of fixed shapes for torch.compile or CUDA graphs (opt-in; on CPU it measured slower than the eager loop, since
-it reads the whole preallocated cache at every step).
+How it works: the P prompts are left-padded (tokenizer.PAD_ID) to a common length and prefilled once, at batch
+P; their keys and values stay in the cache once and are shared by the num_samples rows of each prompt
+(kv_cache.KVCache). Every one of the P * num_samples rows samples its own first token from the prefill logits
+(a shared first token would give every rollout of a group the same start). Each step feeds one token per row;
+a row that has emitted stop_token keeps stepping (the batch stays rectangular) but its later tokens are masked
+out and set to PAD_ID. The mask comes from positions (the index of each row's first stop), never from ids.
 
 Multi-answer completions (budget=AnswerBudget(m, tokens, sep)): every one of the m answers gets its own room of
 `tokens` tokens, the budget of a single-answer completion; a non-final answer that fills it is closed by a
 separator the policy did not sample (gen.forced: in the completion, outside gen.sampled and the loss), so one
 answer can never take the others' tokens. With m = 1 nothing is forced: the same tokens as without a budget.
 
-generate_naive is the reference: no cache, a full forward over the whole sequence at every step, one prompt at
-a time. At temperature 0 both must produce the same tokens (tests/test_model_sample.py).
+Fast paths, at the end of the file (none changes the tokens): per-prompt sampling streams (prompt_uniforms), so
+a prompt samples the same tokens in any batch or process; reading back from the device only every check_every
+tokens; a decode step of fixed shapes for torch.compile or CUDA graphs (static=True; on CPU it measured slower
+than the eager loop, since it reads the whole preallocated cache at every step); and a parent's prefix counted
+against the first answer's room (written=, for evolutionary search). The head always runs in fp32.
 
-The rollout: gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, temperature, seeds=...)
-writes each problem's prompt, samples G completions of m answers (every answer in its own room), and scores
-them with the task: rewards (B, G, m, D), mask (B, G, m) of the valid answers (Task.score_rollouts).
+The reference sampler, generate_naive in tests/reference.py, has no cache and no batching: a full forward of
+the whole sequence for every new token, one prompt at a time. At temperature 0 both produce the same tokens
+(tests/test_model_sample.py).
 
-Command line (prints samples from a checkpoint trained by train.py):
-    python sample.py --ckpt out/vpo-maze/ckpt.pt --prompt "hello" --num_samples 4
+Command line (prints samples from a checkpoint trained by train.py, on a held-out problem of its task):
+    python sample.py --ckpt out/vpo-maze-s0/ckpt.pt --problem 3 --num_samples 4
 """
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from kv_cache import KVCache
 from model import autocast, left_pad
 from tasks import tokenizer as tok
 
 
-def prompt_uniforms(seeds, num_samples, max_new_tokens, device=None):
-    """Per-prompt sampling randomness for generate(uniforms=...): (P * num_samples, max_new_tokens) uniforms, prompt
-    i's rows drawn from a generator seeded with seeds[i]. A prompt's rollouts then do not depend on which other
-    prompts share its batch (or its process, under torchrun). Drawn on the CPU and moved: the same draws on any
-    device."""
-    u = [torch.rand((num_samples, max_new_tokens), generator=torch.Generator().manual_seed(int(s))) for s in seeds]
-    return torch.cat(u).to(device)
+# ------------------------------------------------------------------------ the rollout: sample, then score
+def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
+            amp=True):
+    """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
+    prompt, or one per problem (B, D): written into the prompts (goal-conditioned). seeds: one per problem, for
+    per-prompt sampling streams (prompt_uniforms), else the one generator. amp: bf16 autocast on CUDA.
+
+    -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
+    if weights is not None and np.ndim(weights) == 1:
+        weights = [weights] * len(problems)
+    prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
+    T = task.max_new_tokens(m)                                  # m answers of task.answer_tokens, m - 1 separators
+    uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
+    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
+                   generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
+    texts = completion_texts(gen)
+    G = num_samples
+    scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]  # (G, m, D) each
+    rewards = torch.from_numpy(np.stack([r for r, _ in scored]))                   # (B, G, m, D)
+    mask = torch.from_numpy(np.stack([a for _, a in scored]))                      # (B, G, m)
+    return gen, prompts, texts, rewards, mask
 
 
+def prompt_ids(task, problem, m, weights=None):
+    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
+    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, docs/paper.md "Baselines")."""
+    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
+    return [tok.BOS_ID] + tok.encode(text)
+
+
+def weights_line(weights):
+    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
+    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
+
+
+def answer_budget(task, m):
+    """Every answer of an m-answer completion gets the task's single-answer room (AnswerBudget)."""
+    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
+
+
+def completion_texts(gen):
+    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
+    texts = []
+    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
+        ids = [t for t, keep in zip(row, mask) if keep]
+        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
+    return texts
+
+
+def slot_rewards(rewards, mask, answers):
+    """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
+    (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
+    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
+    out = rewards.clone()
+    for g, row in enumerate(answers):
+        first = {}
+        for j, a in enumerate(row):
+            if mask[g, j]:
+                first[a] = j
+            elif a in first:
+                out[g, j] = rewards[g, first[a]]
+    return out
+
+
+# ------------------------------------------------------------------------ the sampler
 @dataclass
 class Generation:
-    tokens: torch.Tensor      # (R, T) long, generated tokens only; row r answers prompts[r // num_samples]
+    tokens: torch.Tensor      # (R, T) long, generated tokens only (PAD_ID after the end); row r answers
+                              # prompts[r // num_samples]
     mask: torch.Tensor        # (R, T) bool: the completion (sampled tokens and the separators the sampler wrote)
     logprobs: torch.Tensor    # (R, T) float32, 0 where mask is False and on forced tokens
     forced: torch.Tensor      # (R, T) bool: separators the sampler wrote to close a full answer (AnswerBudget)
@@ -73,6 +135,135 @@ class Generation:
         return Generation(self.tokens[:, :n], self.mask[:, :n], self.logprobs[:, :n], self.forced[:, :n])
 
 
+@torch.no_grad()
+def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
+             stop_token=None, generator=None, budget=None, amp=True, uniforms=None, check_every=None, static=False,
+             compile=False, written=None):
+    """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache.
+
+    The plain path: prefill the P prompts once, then one token per row and step, each row drawing from its own
+    distribution (temperature, top_k, top_p) with one uniform from generator; stop_token ends a row, budget (an
+    AnswerBudget) gives each of its m answers its own room (the separators it forces are gen.forced, outside
+    gen.sampled). amp=False: no bf16 autocast and an fp32 KV cache on CUDA (--dtype float32); on CPU and MPS
+    everything is fp32 anyway.
+    The fast paths (none changes the tokens):
+      uniforms     (R, >= max_new_tokens): the rows' uniforms, instead of the generator (prompt_uniforms:
+                   per-prompt streams, so any split of the prompts across batches or processes samples the same)
+      check_every  read back whether all rows have stopped only every check_every tokens (default: every token
+                   on CPU, where it costs nothing, every 16 on a GPU); only the generator's state afterwards
+                   differs (a late check draws the extra steps' uniforms)
+      static       a decode step of fixed shapes (kv_cache.KVCache static=True) that torch.compile or CUDA graphs
+                   can capture; compile=True (needs static) wraps it in torch.compile
+      written (P,) tokens of the first answer each prompt already ends with (evolutionary search continues a
+                   parent's prefix), counted against that answer's room"""
+    _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
+    if compile and not static:
+        raise ValueError("compile=True needs static=True (a step of fixed shapes)")
+    device = next(model.parameters()).device
+    idx, start = left_pad(prompts, tok.PAD_ID, device)                 # every prompt ends in slot Tp - 1
+    P, Tp = idx.shape
+    R, T = P * num_samples, max_new_tokens
+    if uniforms is not None and (uniforms.shape[0] != R or uniforms.shape[1] < T):
+        raise ValueError(f"uniforms: shape {tuple(uniforms.shape)}, need ({R}, >= {T})")
+    check_every = check_every or (1 if device.type == "cpu" else 16)
+    tokens = torch.zeros((R, T), dtype=torch.long, device=device)
+    logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
+    forced = torch.zeros((R, T), dtype=torch.bool, device=device)
+    rows = _Rows(R, stop_token, budget, device, _per_row(written, num_samples))    # where each row ended, its room
+    with autocast(device.type, amp):
+        cache = KVCache(model.config, P, Tp, T, num_samples, start, device, precision(device, amp), static=static)
+        x = model(idx, kv_cache=cache, head=False)[:, -1]             # prefill once per prompt: (P, C)
+        logits = model.logits_fp32(x).repeat_interleave(num_samples, dim=0)  # (R, V): each row samples its own
+        step = _decode_step(model, cache)
+        if compile:
+            step = torch.compile(step, fullgraph=True, dynamic=False)
+        for t in range(T):
+            u = None if uniforms is None else uniforms[:, t]                    # (R,) this step's draws
+            tok_t, lp, forced[:, t] = rows.force(*_pick(logits, temperature, top_k, top_p, generator, u))
+            tokens[:, t], logprobs[:, t] = tok_t, lp
+            done = rows.update(tok_t, t)
+            if (stop_token is not None or budget is not None) and (t + 1) % check_every == 0 and bool(done.all()):
+                break
+            if t + 1 < T:
+                logits = step(tok_t)                                             # (R, V)
+    gen = _finish(tokens[:, :t + 1], logprobs[:, :t + 1], forced[:, :t + 1], rows.end)
+    if bool(rows.done.all()):  # every row ended: drop the steps after the last end
+        gen = gen.trim(int(gen.lengths.max()))
+    return gen
+
+
+def sampling_logprobs(logits, temperature=1.0, top_k=None, top_p=None):
+    """Log-probs (..., V) of the distribution we sample from: logits / temperature, then the top-k and
+    nucleus (top-p) filters, renormalized. Tokens outside the kept set get -inf."""
+    logits = logits.float() / max(temperature, 1e-8)
+    if top_k is not None and top_k < logits.size(-1):
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        drop = probs.cumsum(dim=-1) - probs >= top_p  # keep the smallest prefix whose mass reaches top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits.log_softmax(dim=-1)
+
+
+def _pick(logits, temperature, top_k, top_p, generator, u=None):
+    """One token per row -> (tokens (R,), log-probs (R,) under the sampling distribution). u (R,): the rows'
+    uniforms (else drawn from generator)."""
+    if temperature == 0:
+        ids = logits.argmax(dim=-1)
+        return ids, torch.zeros(ids.shape, device=ids.device)  # greedy: a point mass, log-prob 0
+    logp = sampling_logprobs(logits, temperature, top_k, top_p)
+    ids = draw(logp.exp(), generator, u)
+    return ids, logp.gather(1, ids[:, None]).squeeze(1)
+
+
+def draw(probs, generator=None, u=None):
+    """Inverse-CDF sampling, one uniform per row: token i iff cdf[i-1] <= u * cdf[-1] < cdf[i], so a token
+    of probability 0 is never drawn. (torch.multinomial draws one exponential per vocabulary entry.)
+    probs (R, V); u (R,): the rows' uniforms, else drawn from generator. -> (R,) token ids."""
+    cdf = probs.cumsum(dim=-1)                                                     # (R, V)
+    total = cdf[:, -1:]
+    u = torch.rand(total.shape, generator=generator, device=probs.device) if u is None else u[:, None]
+    u = u * total
+    u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))         # u < total after rounding
+    return torch.searchsorted(cdf, u, right=True).squeeze(1)
+
+
+def _finish(tokens, logprobs, forced, end):
+    """Mask from positions: True up to and including each row's end (its first stop token, or the last token of
+    its final answer's budget; all True for a row that never ended). Tokens after the end become PAD_ID."""
+    R, T = tokens.shape
+    steps = torch.arange(T, device=tokens.device).expand(R, T)
+    mask = steps <= torch.where(end < 0, T, end)[:, None]
+    return Generation(tokens.masked_fill(~mask, tok.PAD_ID), mask, logprobs.masked_fill(~mask, 0.0), forced & mask)
+
+
+def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p):
+    if len(prompts) == 0:
+        raise ValueError("prompts is empty: pass a list of token-id lists")
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("prompts contains an empty prompt: every prompt needs at least one token (e.g. BOS)")
+    longest, block = max(len(p) for p in prompts), model.config.block_size
+    if longest > block:
+        raise ValueError(f"prompts: longest prompt has {longest} tokens, more than block_size={block}")
+    if max_new_tokens < 1 or longest + max_new_tokens > block:
+        raise ValueError(f"max_new_tokens={max_new_tokens}: prompt ({longest}) + new tokens must be in "
+                         f"[1, block_size={block}]")
+    if num_samples < 1:
+        raise ValueError(f"num_samples={num_samples} must be >= 1")
+    if min(len(p) for p in prompts) < longest and model.config.vocab_size <= tok.PAD_ID:
+        raise ValueError(f"prompts of different lengths are left-padded with PAD_ID={tok.PAD_ID}, which a model of "
+                         f"vocab_size={model.config.vocab_size} does not have")
+    if not 0 <= temperature < float("inf"):
+        raise ValueError(f"temperature={temperature} must be finite and >= 0 (0 means greedy)")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k={top_k} must be >= 1 or None")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p={top_p} must be in (0, 1] or None")
+
+
+# ------------------------------------------------------------------------ every answer in its own room
 @dataclass(frozen=True)
 class AnswerBudget:
     """Every answer of an m-answer completion gets its own room: at most `tokens` tokens, the budget of a
@@ -98,7 +289,7 @@ class AnswerBudget:
 class _Rows:
     """Per-row state of one sampling loop: where each row ended (its first stop token, or its final answer's
     budget) and, under an AnswerBudget, which answer each row is writing and how many tokens that answer has.
-    Shared by generate and generate_naive, so the two apply the same rule."""
+    (tests/reference.py's generate_naive applies the same rule, written again one row at a time.)"""
 
     def __init__(self, R, stop_token, budget, device, written=None):
         self.stop, self.budget = stop_token, budget
@@ -108,23 +299,23 @@ class _Rows:
         # tokens of the current answer so far; written: tokens of the first answer already in the prompt (search)
         self.used = torch.zeros(R, dtype=torch.long, device=device) if written is None else written.to(device)
 
-    def force(self, tok, lp):
+    def force(self, ids, lp):
         """Replace the draws of rows whose non-final answer is full by the separator (log-prob 0).
         -> (tokens, log-probs, forced (R,) bool)."""
         if self.budget is None:
-            return tok, lp, torch.zeros_like(tok, dtype=torch.bool)
+            return ids, lp, torch.zeros_like(ids, dtype=torch.bool)
         b = self.budget
         full = (self.used >= b.tokens) & (self.slot < b.num_answers - 1)
-        return torch.where(full, b.sep, tok), lp.masked_fill(full, 0.0), full
+        return torch.where(full, b.sep, ids), lp.masked_fill(full, 0.0), full
 
-    def update(self, tok, t):
+    def update(self, ids, t):
         """Account for step t's tokens; -> done (R,): rows that have ended at or before step t."""
         ended = torch.zeros_like(self.done)
         if self.stop is not None:
-            ended |= tok == self.stop
+            ended |= ids == self.stop
         if self.budget is not None:
             b = self.budget
-            opens = (tok == b.sep) & (self.slot < b.num_answers - 1)          # a separator opens the next answer
+            opens = (ids == b.sep) & (self.slot < b.num_answers - 1)          # a separator opens the next answer
             self.slot += opens
             self.used = torch.where(opens, 0, self.used + 1)
             ended |= (self.slot == b.num_answers - 1) & (self.used >= b.tokens)   # the final answer is full
@@ -134,134 +325,21 @@ class _Rows:
         return self.done
 
 
-def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p):
-    if len(prompts) == 0:
-        raise ValueError("prompts is empty: pass a list of token-id lists")
-    if any(len(p) == 0 for p in prompts):
-        raise ValueError("prompts contains an empty prompt: every prompt needs at least one token (e.g. BOS)")
-    longest, block = max(len(p) for p in prompts), model.config.block_size
-    if longest > block:
-        raise ValueError(f"prompts: longest prompt has {longest} tokens, more than block_size={block}")
-    if max_new_tokens < 1 or longest + max_new_tokens > block:
-        raise ValueError(f"max_new_tokens={max_new_tokens}: prompt ({longest}) + new tokens must be in "
-                         f"[1, block_size={block}]")
-    if num_samples < 1:
-        raise ValueError(f"num_samples={num_samples} must be >= 1")
-    if not 0 <= temperature < float("inf"):
-        raise ValueError(f"temperature={temperature} must be finite and >= 0 (0 means greedy)")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k={top_k} must be >= 1 or None")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"top_p={top_p} must be in (0, 1] or None")
-
-
-def sampling_logprobs(logits, temperature=1.0, top_k=None, top_p=None):
-    """Log-probs (..., V) of the distribution we sample from: logits / temperature, then the top-k and
-    nucleus (top-p) filters, renormalized. Tokens outside the kept set get -inf."""
-    logits = logits.float() / max(temperature, 1e-8)
-    if top_k is not None and top_k < logits.size(-1):
-        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
-        probs = sorted_logits.softmax(dim=-1)
-        drop = probs.cumsum(dim=-1) - probs >= top_p  # keep the smallest prefix whose mass reaches top_p
-        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
-    return logits.log_softmax(dim=-1)
-
-
-def _pick(logits, temperature, top_k, top_p, generator, u=None):
-    """One token per row -> (tokens (R,), log-probs (R,) under the sampling distribution). u (R,): the rows'
-    uniforms (else drawn from generator)."""
-    if temperature == 0:
-        tok = logits.argmax(dim=-1)
-        return tok, torch.zeros(tok.shape, device=tok.device)  # greedy: a point mass, log-prob 0
-    logp = sampling_logprobs(logits, temperature, top_k, top_p)
-    tok = _draw(logp.exp(), generator, u)
-    return tok, logp.gather(1, tok[:, None]).squeeze(1)
-
-
-def _draw(probs, generator, u=None):
-    """Inverse-CDF sampling, one uniform per row: token i iff cdf[i-1] <= u * cdf[-1] < cdf[i], so a token
-    of probability 0 is never drawn. (torch.multinomial draws one exponential per vocabulary entry.)"""
-    cdf = probs.cumsum(dim=-1)                                                     # (R, V)
-    total = cdf[:, -1:]
-    u = torch.rand(total.shape, generator=generator, device=probs.device) if u is None else u[:, None]
-    u = u * total
-    u = torch.minimum(u, torch.nextafter(total, torch.zeros_like(total)))         # u < total after rounding
-    return torch.searchsorted(cdf, u, right=True).squeeze(1)
-
-
-def _finish(tokens, logprobs, forced, end, stop_token):
-    """Mask from positions: True up to and including each row's end (its first stop token, or the last token of
-    its final answer's budget; all True for a row that never ended)."""
-    R, T = tokens.shape
-    steps = torch.arange(T, device=tokens.device).expand(R, T)
-    mask = steps <= torch.where(end < 0, T, end)[:, None]
-    fill = 0 if stop_token is None else stop_token
-    return Generation(tokens.masked_fill(~mask, fill), mask, logprobs.masked_fill(~mask, 0.0), forced & mask)
+# ------------------------------------------------------------------------ fast paths
+def prompt_uniforms(seeds, num_samples, max_new_tokens, device=None):
+    """Per-prompt sampling randomness for generate(uniforms=...): (P * num_samples, max_new_tokens) uniforms, prompt
+    i's rows drawn from a generator seeded with seeds[i]. A prompt's rollouts then do not depend on which other
+    prompts share its batch (or its process, under torchrun). Drawn on the CPU and moved: the same draws on any
+    device."""
+    u = [torch.rand((num_samples, max_new_tokens), generator=torch.Generator().manual_seed(int(s))) for s in seeds]
+    return torch.cat(u).to(device)
 
 
 def _decode_step(model, cache):
     """One token per row -> next-token logits (R, V); the head in fp32 (outside autocast)."""
-    def step(tok):
-        return model.logits_fp32(model(tok[:, None], kv_cache=cache, head=False)[:, -1])
+    def step(ids):
+        return model.logits_fp32(model(ids[:, None], kv_cache=cache, head=False)[:, -1])
     return step
-
-
-@torch.no_grad()
-def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-             stop_token=None, generator=None, static=False, compile=False, check_every=None, uniforms=None, amp=True,
-             budget=None, written=None):
-    """Sample num_samples completions for each prompt (a list of token-id lists), with a KV cache.
-
-    Randomness: one uniform per row and step, from generator (one stream for the whole batch), or taken from
-    uniforms (R, >= max_new_tokens) when given (prompt_uniforms: per-prompt streams, so any split of the prompts
-    across batches or processes samples the same tokens). amp=False: no bf16 autocast and an fp32 KV cache on
-    CUDA (--dtype float32); on CPU and MPS everything is fp32 anyway.
-    The loop reads nothing back from the device except, every check_every tokens (default: every token on CPU,
-    where it costs nothing, every 16 on a GPU), whether all rows have stopped. The output is the same for any
-    check_every; only the generator's state afterwards differs (a late check draws the extra steps' uniforms).
-    static=True: a decode step of fixed shapes (model.KVCache static=True) that torch.compile or CUDA graphs can
-    capture; compile=True (needs static) wraps it in torch.compile. Same tokens as the eager path.
-    budget: an AnswerBudget (every answer of an m-answer completion its own room; the separators it forces are
-    gen.forced, outside gen.sampled); written (P,): tokens of the first answer each prompt already ends with
-    (evolutionary search continues a parent's prefix), counted against that answer's budget."""
-    _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
-    if compile and not static:
-        raise ValueError("compile=True needs static=True (a step of fixed shapes)")
-    device = next(model.parameters()).device
-    check_every = check_every or (1 if device.type == "cpu" else 16)
-    idx, start = left_pad(prompts, 0, device)                          # every prompt ends in slot Tp - 1
-    P, Tp = idx.shape
-    cache_dtype = precision(device, amp)
-    R, T = P * num_samples, max_new_tokens
-    if uniforms is not None and (uniforms.shape[0] != R or uniforms.shape[1] < T):
-        raise ValueError(f"uniforms: shape {tuple(uniforms.shape)}, need ({R}, >= {T})")
-    tokens = torch.zeros((R, T), dtype=torch.long, device=device)
-    logprobs = torch.zeros((R, T), dtype=torch.float32, device=device)
-    forced = torch.zeros((R, T), dtype=torch.bool, device=device)
-    rows = _Rows(R, stop_token, budget, device, _per_row(written, num_samples))
-    with autocast(device.type, amp):
-        cache = KVCache(model.config, P, Tp, T, num_samples, start, device, cache_dtype, static=static)
-        x = model(idx, kv_cache=cache, head=False)[:, -1]             # prefill once per prompt: (P, C)
-        logits = model.logits_fp32(x).repeat_interleave(num_samples, dim=0)  # (R, V): each row samples its own
-        step = _decode_step(model, cache)
-        if compile:
-            step = torch.compile(step, fullgraph=True, dynamic=False)
-        for t in range(T):
-            u = None if uniforms is None else uniforms[:, t]                    # (R,) this step's draws
-            tok, lp, forced[:, t] = rows.force(*_pick(logits, temperature, top_k, top_p, generator, u))
-            tokens[:, t], logprobs[:, t] = tok, lp
-            done = rows.update(tok, t)
-            if (stop_token is not None or budget is not None) and (t + 1) % check_every == 0 and bool(done.all()):
-                break
-            if t + 1 < T:
-                logits = step(tok)
-    gen = _finish(tokens[:, :t + 1], logprobs[:, :t + 1], forced[:, :t + 1], rows.end, stop_token)
-    if bool(rows.done.all()):  # every row ended: drop the steps after the last end
-        gen = gen.trim(int(gen.lengths.max()))
-    return gen
 
 
 def _per_row(written, num_samples):
@@ -272,104 +350,6 @@ def _per_row(written, num_samples):
 def precision(device, amp=True):
     """The KV cache's dtype: bf16 under CUDA autocast (amp), fp32 otherwise."""
     return torch.bfloat16 if device.type == "cuda" and amp else torch.float32
-
-
-@torch.no_grad()
-def generate_naive(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top_k=None, top_p=None,
-                   stop_token=None, generator=None, uniforms=None, amp=True, budget=None, written=None):
-    """Reference sampler: no cache, no padding; a full forward of the whole sequence for every new token. The
-    same AnswerBudget rule as generate (the shared _Rows), applied one prompt at a time."""
-    _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k, top_p)
-    device = next(model.parameters()).device
-    written = _per_row(written, num_samples)
-    rows_tok, rows_lp, rows_forced, ends = [], [], [], []
-    with autocast(device.type, amp):
-        for i, p in enumerate(prompts):
-            x = torch.tensor(p, dtype=torch.long, device=device).repeat(num_samples, 1)  # (S, Tp)
-            own = slice(i * num_samples, (i + 1) * num_samples)
-            rows = _Rows(num_samples, stop_token, budget, device, None if written is None else written[own])
-            lps, fs = [], []
-            for t in range(max_new_tokens):
-                logits = model(x)[:, -1]
-                u = None if uniforms is None else uniforms[own, t]
-                tok, lp, f = rows.force(*_pick(logits, temperature, top_k, top_p, generator, u))
-                x, lps, fs = torch.cat([x, tok[:, None]], dim=1), lps + [lp], fs + [f]
-                if bool(rows.update(tok, t).all()):
-                    break
-            rows_tok.append(x[:, len(p):])
-            rows_lp.append(torch.stack(lps, dim=1))
-            rows_forced.append(torch.stack(fs, dim=1))
-            ends.append(rows.end)
-    T = max(t.shape[1] for t in rows_tok)
-    pad = lambda t, v: F.pad(t, (0, T - t.shape[1]), value=v)
-    fill = 0 if stop_token is None else stop_token
-    return _finish(torch.cat([pad(t, fill) for t in rows_tok]), torch.cat([pad(l, 0.0) for l in rows_lp]),
-                   torch.cat([pad(f, False) for f in rows_forced]), torch.cat(ends), stop_token)
-
-
-# ------------------------------------------------------------------------ the rollout: sample, then score
-def weights_line(weights):
-    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
-    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
-
-
-def prompt_ids(task, problem, m, weights=None):
-    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
-    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, docs/paper.md "Baselines")."""
-    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
-    return [tok.BOS_ID] + tok.encode(text)
-
-
-def completion_texts(gen):
-    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
-    texts = []
-    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
-        ids = [t for t, keep in zip(row, mask) if keep]
-        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
-    return texts
-
-
-def answer_budget(task, m):
-    """Every answer of an m-answer completion gets the task's single-answer room (sample.AnswerBudget)."""
-    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
-
-
-def rollout(model, task, problems, m, num_samples, temperature, generator=None, top_p=None, weights=None, seeds=None,
-            amp=True):
-    """num_samples completions of m answers for each problem, scored. weights: None, one vector (D,) for every
-    prompt, or one per problem (B, D): written into the prompts (goal-conditioned). seeds: one per problem, for
-    per-prompt sampling streams (sample.prompt_uniforms), else the one generator. amp: bf16 autocast on CUDA.
-
-    -> (gen, prompts, texts, rewards (B, G, m, D) float32, answer_mask (B, G, m) bool), rows prompt-major."""
-    if weights is not None and np.ndim(weights) == 1:
-        weights = [weights] * len(problems)
-    prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
-    T = task.max_new_tokens(m)
-    uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
-    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
-                   generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
-    texts = completion_texts(gen)
-    G = num_samples
-    scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]
-    rewards = torch.from_numpy(np.stack([r for r, _ in scored]))
-    mask = torch.from_numpy(np.stack([a for _, a in scored]))
-    return gen, prompts, texts, rewards, mask
-
-
-def slot_rewards(rewards, mask, answers):
-    """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
-    (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
-    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
-    out = rewards.clone()
-    for g, row in enumerate(answers):
-        first = {}
-        for j, a in enumerate(row):
-            if mask[g, j]:
-                first[a] = j
-            elif a in first:
-                out[g, j] = rewards[g, first[a]]
-    return out
-
 
 
 def main(argv=None):
@@ -408,7 +388,7 @@ def main(argv=None):
             text = (args.prompt or "").replace("\\n", "\n")
         prompt = [tok.BOS_ID] + tok.encode(text)
         max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
-        budget = None if task is None else AnswerBudget(m, task.answer_tokens, tok.SEP_ID)  # as in training
+        budget = None if task is None else answer_budget(task, m)  # every answer its own room, as in training
         out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
                        stop_token=tok.END_ID, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp,
                        budget=budget)

@@ -1,5 +1,6 @@
 """
-Test-time search over a checkpoint: what the diversity VPO trains for is used by.
+Test-time search from a checkpoint, where the diversity VPO trains for is meant to pay off: best-of-k sampling
+and an evolutionary search.
 
     python search.py bestofk --ckpt out/vpo-maze-s0/ckpt.pt --k 48        # best-of-k, the verifier is w*^T r
     python search.py evolve --ckpt out/vpo-code-s0/ckpt.pt --budget 128   # evolutionary search (code task)
@@ -13,9 +14,10 @@ lexicase selection (Spector 2012; Helmuth et al. 2015) picks parents: test cases
 programs best on each in turn, so a specialist that alone passes a hard test survives. The model is the
 mutation operator: it continues the prompt followed by a random prefix of the parent, so the child keeps the
 parent's start and resamples the rest (a multi-answer model writes m - 1 further answers after it, which join
-the population too). The budget counts model samples (--unit samples: one completion, as the paper's OpenEvolve
-runs count iterations) or answers written (--unit answers: m per sample for a multi-answer model, so every
-checkpoint gets the same number of candidates, as best@k's k does). A problem stops when solved.
+the population too). The budget counts answers written (--unit answers, the default here and in the library: m
+per sample for a multi-answer model, so every checkpoint gets the same number of candidates, as best@k's k does)
+or model samples (--unit samples: one completion each, as the paper's OpenEvolve runs count iterations). A
+problem stops when solved.
 """
 import argparse
 import math
@@ -179,24 +181,30 @@ def min_budget(m, unit="answers", parents_per_round=8):
     return (m if unit == "answers" else 1) * (1 + parents_per_round)
 
 
-def main(argv=None):
-    from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, load_run, number, pick_device, test_problems, use_amp
+def get_parser():
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, number
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=PROBLEMS, default=32, help="held-out test problems to search on")
     ap.add_argument("--k", type=COUNT, default=48, help="bestofk: answers sampled per problem")
     ap.add_argument("--budget", type=COUNT, default=384, help="evolve: budget per problem, in --unit")
-    ap.add_argument("--unit", default="samples", choices=("samples", "answers"),
-                    help="evolve: what the budget counts: model samples (calls) or answers written")
+    ap.add_argument("--unit", default="answers", choices=("answers", "samples"),
+                    help="evolve: what the budget counts: answers written (every checkpoint the same number of "
+                         "candidates) or model samples (calls)")
     ap.add_argument("--temperature", type=number(float, 0), default=None,
                     help="default: 0.7 for bestofk, 1.0 for evolve; 0 = greedy")
     ap.add_argument("--seed", type=SEED, default=0, help="search seed")
     ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                     help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
+    return ap
+
+
+def main(argv=None):
+    from runs.cli import UsageError, load_run, pick_device, test_problems, use_amp
     try:
-        args = ap.parse_args(argv)
+        args = get_parser().parse_args(argv)
         device = pick_device(args.device)
         model, run, task, m = load_run(args.ckpt, device)
         problems = test_problems(task, args.problems)

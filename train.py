@@ -46,6 +46,12 @@ WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstr
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
 RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every", "deterministic")  # what --resume may change
 POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
+LOG_WEIGHTS = 100  # N of the logged set_reward: fixed Dir(1) draws, the same for every method and run
+
+
+def readers(option):
+    """The methods that read a flag of vpo.OPTIONS (the others refuse it: runs/checks.py)."""
+    return "read by " + ", ".join(a for a, method in vpo.METHODS.items() if option in method.options)
 
 
 def get_parser():
@@ -83,17 +89,24 @@ def get_parser():
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
                    help="diverse (answers that cover the trade-offs) or routes (maze: routes chosen without looking "
                         "at the items); auto: routes where the task has them, else diverse")
-    a = p.add_argument_group("RL")
+    a = p.add_argument_group("RL (a flag the chosen method does not read is refused: vpo.METHODS[algo].options)")
     a.add_argument("--steps", type=COUNT, default=150, help="RL steps")
     a.add_argument("--batch_size", type=COUNT, default=8, help="prompts per step")
     a.add_argument("--group_size", type=number(int, 2), default=8, help="G: rollouts per prompt (>= 2)")
     a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout of the set methods")
-    a.add_argument("--match_budget", action="store_true", help="single-answer methods get m x G rollouts")
-    a.add_argument("--num_weights", type=COUNT, default=100, help="N: weight draws per prompt (VPO)")
-    a.add_argument("--alpha", type=POSITIVE, default=1.0, help="Dirichlet concentration of the weights")
-    a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"), help="how VPO draws its weights")
-    a.add_argument("--max_at_k", type=int, default=None, help="k of max_at_k (default max(2, G // 2), < G)")
-    a.add_argument("--scale", default="group", choices=vpo.SCALES, help="advantage std: group, batch or none")
+    a.add_argument("--match_budget", action="store_true",
+                   help=f"single-answer methods get m x G rollouts ({readers('match_budget')})")
+    a.add_argument("--num_weights", type=COUNT, default=100,
+                   help=f"N: weight draws per prompt of the set reward ({readers('num_weights')}); the logged "
+                        f"set_reward uses the same {LOG_WEIGHTS} fixed Dir(1) draws for every run")
+    a.add_argument("--alpha", type=POSITIVE, default=1.0,
+                   help=f"Dirichlet concentration of the drawn weights ({readers('alpha')})")
+    a.add_argument("--weight_sampler", default="iid", choices=("iid", "sobol"),
+                   help=f"how the weights are drawn: iid, or sobol (alpha = 1 only) ({readers('weight_sampler')})")
+    a.add_argument("--max_at_k", type=int, default=None,
+                   help=f"k of Max@k (default max(2, G // 2), < G) ({readers('max_at_k')})")
+    a.add_argument("--scale", default="group", choices=vpo.SCALES,
+                   help=f"advantage std: group, batch or none ({readers('scale')})")
     a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5, help="AdamW learning rate (constant)")
     a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup, in steps")
     a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999, help="AdamW beta2 (the authors')")
@@ -147,78 +160,100 @@ class RLConfig:
 
 
 def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, device):
-    """Sample, score, estimate advantages, and one PPO epoch over the step's rollouts. -> a log dict.
-    Under torchrun this process samples its share of the prompt groups (dist.shard_groups), the rewards are
-    gathered so that every process computes the whole batch's advantages, and the gradients are summed."""
+    """One RL step: sample, score, one advantage per rollout, one PPO epoch in cfg.minibatches updates. -> a log
+    dict (step_log). Under torchrun this process samples its share of the prompt groups (dist.shard_groups), the
+    rewards are gathered so that every process computes the whole batch's advantages, and gradients are summed."""
     t0 = time.perf_counter()
-    method = vpo.METHODS[cfg.algo]
-    m = cfg.num_answers if method.multi_answer else 1
-    G, B, M = vpo.rollouts_per_prompt(cfg.algo, cfg.group_size, cfg.num_answers, cfg.match_budget), \
-        cfg.batch_size, cfg.minibatches
+    method, B, M, amp = vpo.METHODS[cfg.algo], cfg.batch_size, cfg.minibatches, cfg.dtype != "float32"
+    m = cfg.num_answers if method.multi_answer else 1                               # answers per rollout
+    G = vpo.rollouts_per_prompt(cfg.algo, cfg.group_size, cfg.num_answers, cfg.match_budget)
     for group in opt.param_groups:  # constant (the authors'), after an optional linear warmup
         group["lr"] = cfg.lr * min(1.0, (step + 1) / max(cfg.warmup_steps, 1))
-    mine = dist.shard_groups(B, M)                                                   # this process's prompts
+    # 1. rollout: G completions of m answers for each of this process's prompts, every answer in its own room
+    mine = dist.shard_groups(B, M)                                                   # all B in one process
     problems = task.problems("train", B, seed=step_seed(cfg.seed, 3, step))
     problems = [problems[b] for b in mine]
-    model.eval()
-    goal = None
-    if method.weights == "prompt":  # goal-conditioned: w_b ~ Dir(1) per prompt, written into the prompt text
-        goal = prompt_weights(cfg.seed, 6, step, B, 1, task.dim)[:, 0]              # (B, D)
-    amp = cfg.dtype != "float32"                                                     # bf16 autocast on CUDA
+    w = method_weights(method.weights, cfg, step, task.dim)    # VPO's N per prompt, or one, or None (vpo.METHODS)
     seeds = [step_seed(cfg.seed, 4, step, b) for b in mine]                          # prompt b's sampling stream
+    model.eval()
     gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, cfg.temperature, seeds=seeds, amp=amp,
-                                                 weights=None if goal is None else goal[mine])
+                                                 weights=w[mine] if method.weights == "prompt" else None)
     model.train()
-    answers = [task.parse(t, m) for t in texts]
-    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G])[None]
-                          for b in range(len(problems))])                           # (b, G, m, D)
-    rewards, mask, per_slot = (dist.gather_groups(x, B, M) for x in (rewards, mask, per_slot))  # (B, G, m, D)
-    # the weights the method draws (vpo.METHODS): VPO's N per prompt, random-weight GRPO's one, goal_cond's own
-    w = {"N": lambda: prompt_weights(cfg.seed, 5, step, B, cfg.num_weights, task.dim, cfg.alpha, cfg.weight_sampler),
-         "1": lambda: prompt_weights(cfg.seed, 5, step, B, 1, task.dim, cfg.alpha)[:, 0],
-         "prompt": lambda: goal, None: lambda: None}[method.weights]()
-    adv, scores = method.advantages(rewards, mask, task.deploy_weights, w, cfg)     # (B, G) each
-    adv = adv[mine].to(device).reshape(-1)                                          # one per own rollout (R,)
-    # the loss covers the tokens the policy sampled, not the separators the sampler wrote (AnswerBudget)
-    tokens, tmask = gen.tokens, gen.sampled                                          # (R, Tc)
-    batch = pack_shared(prompts, tokens, G, tok.PAD_ID)                              # each prompt encoded once
-    # rows are prompt-major, so a minibatch holds whole prompts when --minibatches divides B (the default); else
-    # a prompt's rows may fall in two minibatches, and its prompt is encoded in each (batch.select)
+    # 2. rewards r(y) (B, G, m, D) and the valid answers (B, G, m), of the whole batch
+    all_rewards, all_mask = dist.gather_groups(rewards, B, M), dist.gather_groups(mask, B, M)
+    # 3. the advantage: one scalar per rollout, A (B, G), from the score s (B, G) the method normalizes
+    adv, scores = method.advantages(all_rewards, all_mask, task.deploy_weights, w, cfg)
+    adv = adv[mine].to(device).reshape(-1)                                           # this process's rows (R,)
+    # 4. one PPO epoch of vpo.policy_loss over the tokens the policy sampled (not the separators the sampler
+    #    forced), each prompt encoded once (pack_shared); rows are prompt-major, so a minibatch holds whole prompts
+    #    when M divides B (the default; else a prompt split over two minibatches is encoded in each)
+    batch, tmask = pack_shared(prompts, gen.tokens, G, tok.PAD_ID), gen.sampled                # tmask (R, Tc)
     chunks = torch.arange(len(adv), device=device).chunk(M)  # minibatch k of every process = one's minibatch k
-    with torch.no_grad():
+    with torch.no_grad():  # the frozen base's log-probs (the KL term), and the old policy's for minibatches 1..
         ref = shared_token_logprobs(ref_model, batch, cfg.temperature, amp) if cfg.kl_coef else None
-        # the old policy's log-probs, needed once the first update has changed the policy: the later minibatches
-        # (the first one's are its own log-probs before that update)
-        later = torch.cat(chunks[1:]) if len(chunks) > 1 else None
+        later = torch.cat(chunks[1:]) if len(chunks) > 1 else None     # (minibatch 0 is scored before any update)
         old = None if later is None else shared_token_logprobs(model, batch.select(later), cfg.temperature, amp)
-    stats = []
+    losses = []
     for i, rows in enumerate(chunks):
         logp = shared_token_logprobs(train_model, batch.select(rows), cfg.temperature, amp)
         old_rows = logp.detach() if i == 0 else old[rows - len(chunks[0])]
-        loss, s = vpo.policy_loss(logp, old_rows, adv[rows], tmask[rows], cfg.clip, cfg.clip, cfg.dual_clip,
-                                  None if ref is None else ref[rows], cfg.kl_coef, cfg.agg)
-        share = dist.loss_share(tmask[rows], cfg.agg)
+        loss, stats = vpo.policy_loss(logp, old_rows, adv[rows], tmask[rows], cfg.clip, cfg.clip, cfg.dual_clip,
+                                      None if ref is None else ref[rows], cfg.kl_coef, cfg.agg)
+        share = dist.loss_share(tmask[rows], cfg.agg)                                # 1 in one process
         opt.zero_grad(set_to_none=True)
         (loss * share).backward()
         dist.sum_gradients(model)                                                    # the whole minibatch's gradient
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
-        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))  # token-weighted
+        losses.append((stats, share))
+    return step_log(step, cfg, task, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
+                    log_weights, t0)
+
+
+def method_weights(kind, cfg, step, D):
+    """The weights a method draws for a step's B prompts (vpo.Method.weights), prompt b's from its own seed:
+    "N": VPO's N draws w ~ Dir(alpha) (B, N, D); "1": one w_b (B, D), in the reward only; "prompt": one w_b (B, D),
+    written into the prompt too (goal-conditioned); None: nothing."""
+    if kind == "N":
+        return prompt_weights(cfg.seed, 5, step, cfg.batch_size, cfg.num_weights, D, cfg.alpha, cfg.weight_sampler)
+    if kind in ("1", "prompt"):
+        stream = 5 if kind == "1" else 6
+        return prompt_weights(cfg.seed, stream, step, cfg.batch_size, 1, D, cfg.alpha, cfg.weight_sampler)[:, 0]
+    return None
+
+
+def step_log(step, cfg, task, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses, log_weights, t0):
+    """The log row of one RL step, with every reduction over torchrun processes the logs need. rewards, mask: this
+    process's (b, G, m, D), (b, G, m); all_*: the whole batch's; losses: (policy_loss stats, share) per minibatch.
+      deploy_reward  mean w*^T r per answer slot (a repeated answer earns its reward, a missing one 0)
+      set_reward     E_w max over each rollout's valid answers, under the same 100 fixed Dir(1) weights for every
+                     method and run (log_weights), so that curves compare; not the training reward of VPO
+      diversity      mean pairwise L1 distance of a group's valid reward vectors; zero_var_frac: flat groups
+      entropy, kl, clip_frac, ratio, loss: token-weighted over the processes, averaged over minibatches
+      written_rate, answer_tokens: answer slots written and their mean length (this process's rollouts);
+      forced_rate: answers the sampler closed because they filled their room, per non-final answer slot"""
+    B, G = all_rewards.shape[:2]
+    answers = [task.parse(t, m) for t in texts]
+    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G])[None]
+                          for b in range(len(rewards))])                            # (b, G, m, D)
+    per_slot = dist.gather_groups(per_slot, B, cfg.minibatches)
+    stats = []
+    for s, share in losses:                                                          # token-weighted sums
+        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))
         stats.append(dict(zip(s, summed.tolist())))
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
-    set_r = vpo.set_rewards(rewards, mask, log_weights.expand(rewards.shape[0], -1, -1))
+    set_r = vpo.set_rewards(all_rewards, all_mask, log_weights.expand(B, -1, -1))
+    tmask = gen.sampled
     n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
     written = [len(tok.encode(a)) for row in answers for a in row if a]                # non-empty answer slots
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
-            "diversity": float(np.mean([diversity(rewards[b], mask=mask[b]) for b in range(B)])),
+            "diversity": float(np.mean([diversity(all_rewards[b], mask=all_mask[b]) for b in range(B)])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
-            "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),  # flat groups
-            "valid_rate": float(mask.float().mean()), "completion_tokens": n_tokens / (B * G),
-            # this process's rollouts: answer slots written (non-empty) and their mean length in tokens
+            "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),
+            "valid_rate": float(all_mask.float().mean()), "completion_tokens": n_tokens / (B * G),
             "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
-            # answers the sampler closed because they filled their room, per non-final answer slot
             "forced_rate": float(gen.forced.sum()) / max(1, (m - 1) * len(answers)),
             "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
 
@@ -241,7 +276,7 @@ def train(args, task, model, directory, device, state=None, quiet=False):
         start = state["step"]
     ref_model = load_model(args.init_path, device)[0].eval().requires_grad_(False) if args.kl_coef else None
     train_model = torch.compile(model) if args.compile else model
-    log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)
+    log_weights = vpo.sample_weights(1, LOG_WEIGHTS, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)
     main = dist.is_main()  # rank 0 alone writes; the others wait for it at the checkpoints
     if main:
         truncate_logs(directory, start)

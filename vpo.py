@@ -23,8 +23,9 @@ scalar that was normalized (docs/paper.md, "Baselines"):
   Max@k           s_i = (1/C(G,k)) sum_{k-subsets S with i} max_{j in S} w*^T r_j   max_at_k_advantages
   MaxRL           A_g = (s_g - mean_group s) / (mean_group s + eps)                 maxrl_advantages
 
-METHODS, at the end, is the one table of methods: for each --algo its answers per rollout, the weights it draws
-and how its estimator is called; train.py, the command-line checks and the evaluation ask it, nothing else does.
+METHODS, at the end, is the one table of methods: for each --algo its answers per rollout, the weights it draws,
+how its estimator is called and which of train.py's options it reads; train.py and runs/ (the command-line
+checks, the answers per rollout a checkpoint is evaluated with) ask it.
 The evaluation metrics (best@k, pass@k, E_w[best@k], diversity, Pareto) live in metrics.py.
 
 Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
@@ -348,31 +349,48 @@ def policy_loss(logprobs, old_logprobs, advantages, mask, clip_low=0.2, clip_hig
 
 # --- The methods: what each --algo is ----------------------------------------------------------------------------
 
+# train.py's flags that shape a method's weights and advantages; each method says which of them it reads, and
+# train.py refuses the others (one line, exit 2) instead of ignoring them
+OPTIONS = ("scale", "num_weights", "alpha", "weight_sampler", "max_at_k", "match_budget")
+
+
 @dataclass(frozen=True)
 class Method:
-    """One training method, the one place that says what it is (train.py, evaluate.py and the reproduction ask):
+    """One training method, the one place that says what it is (train.py and runs/ ask):
     multi_answer  m answers per rollout (the set methods) or one
     weights       what it draws per prompt: None; "N" (N weight vectors w ~ Dir(alpha), VPO's set reward);
-                  "1" (one w ~ Dir(alpha), in the reward only); "prompt" (one w ~ Dir(1), written into the prompt
-                  too: goal-conditioned; evaluated with w* written in)
+                  "1" (one w ~ Dir(alpha), in the reward only); "prompt" (one w ~ Dir(alpha), written into the
+                  prompt too: goal-conditioned; evaluated with w* written in)
     advantages    (rewards (B,G,m,D), mask (B,G,m), w* (D,), w (drawn weights or None), opts) -> (A (B,G), s (B,G));
-                  opts has .scale and .max_at_k"""
+                  opts has .scale and .max_at_k
+    options       the OPTIONS it reads: scale (its group_normalize), num_weights / alpha / weight_sampler (how
+                  its weights are drawn), max_at_k, match_budget (single-answer methods: m x G rollouts)"""
     multi_answer: bool
     weights: Optional[str]
     advantages: Callable
+    options: frozenset
 
 
+SINGLE, DRAWN = {"scale", "match_budget"}, {"alpha", "weight_sampler"}
 METHODS = {
-    "grpo":          Method(False, None, lambda r, a, ws, w, o: grpo_advantages(r, ws, scale=o.scale)),
-    "vpo":           Method(True, "N", lambda r, a, ws, w, o: vpo_advantages(r, a, weights=w, scale=o.scale)),
-    "multi_rlvr":    Method(True, None, lambda r, a, ws, w, o: multi_rlvr_advantages(r, a, ws, scale=o.scale)),
-    "random_weight": Method(False, "1", lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w)),
+    "grpo":          Method(False, None, lambda r, a, ws, w, o: grpo_advantages(r, ws, scale=o.scale),
+                            frozenset(SINGLE)),
+    "vpo":           Method(True, "N", lambda r, a, ws, w, o: vpo_advantages(r, a, weights=w, scale=o.scale),
+                            frozenset({"scale", "num_weights"} | DRAWN)),
+    "multi_rlvr":    Method(True, None, lambda r, a, ws, w, o: multi_rlvr_advantages(r, a, ws, scale=o.scale),
+                            frozenset({"scale"})),
+    "random_weight": Method(False, "1", lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w),
+                            frozenset(SINGLE | DRAWN)),
     "goal_cond":     Method(False, "prompt",
-                            lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w)),
+                            lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w),
+                            frozenset(SINGLE | DRAWN)),
     "max_at_k":      Method(False, None, lambda r, a, ws, w, o: max_at_k_advantages(r, ws, k=o.max_at_k,
-                                                                                    scale=o.scale)),
-    "gdpo":          Method(False, None, lambda r, a, ws, w, o: gdpo_advantages(r, ws)),
-    "maxrl":         Method(False, None, lambda r, a, ws, w, o: maxrl_advantages(r, ws)),
+                                                                                    scale=o.scale),
+                            frozenset(SINGLE | {"max_at_k"})),
+    "gdpo":          Method(False, None, lambda r, a, ws, w, o: gdpo_advantages(r, ws, scale=o.scale),
+                            frozenset(SINGLE)),
+    "maxrl":         Method(False, None, lambda r, a, ws, w, o: maxrl_advantages(r, ws),   # (s - mean) / mean
+                            frozenset({"match_budget"})),
 }
 
 

@@ -29,7 +29,8 @@ RL step: the time of one optimizer step, median of --steps steps after a first, 
   of its own here: 4-layer 128-wide GPT, vocab 260, 8 prompts x 8 completions x 64 new tokens without
   stopping, 32-token random prompts, reward = the fraction of 'a' tokens, GRPO, no reference, 1 update. Split:
   generate, score (rewards and advantages), forward, backward (and clipping), optimizer. --scoring packed
-  times its forward with every row re-encoding its prompt (model.pack) instead of the shared-prefix one.
+  times its forward with every row re-encoding its prompt (tests/reference.py: pack, token_logprobs) instead of
+  the shared-prefix one.
 
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
@@ -51,11 +52,12 @@ import numpy as np
 import torch
 
 import vpo
-from model import GPT, GPTConfig, pack, pack_shared, shared_token_logprobs, token_logprobs
+from model import GPT, GPTConfig, pack_shared, shared_token_logprobs
 from runs.cli import Parser, UsageError, pick_device
-from sample import generate, generate_naive, prompt_ids
+from sample import generate, prompt_ids
 from tasks import get_task
 from tasks import tokenizer as tok
+from tests.reference import generate_naive, pack, token_logprobs  # the plain references the tests use
 
 
 def sync(device):

@@ -62,6 +62,19 @@ def check_fits(task, m, block_size, label="--num_answers", style="diverse"):
         raise UsageError(f"--task_opt answer_tokens: {e}") from None
 
 
+def check_options(algo, given, alpha, sampler):
+    """Every flag that shapes weights or advantages (vpo.OPTIONS) given on the command line must be one the method
+    reads (vpo.METHODS[algo].options; sft reads none): a flag is refused, never silently ignored."""
+    uses = vpo.METHODS[algo].options if algo in vpo.METHODS else frozenset()
+    for name in vpo.OPTIONS:
+        if name in given and name not in uses:
+            reads = ", ".join(f"--{o}" for o in vpo.OPTIONS if o in uses) or "none of them"
+            raise UsageError(f"--{name} is not used by --algo {algo} (of {', '.join('--' + o for o in vpo.OPTIONS)} "
+                             f"it reads {reads})")
+    if sampler == "sobol" and alpha != 1.0:
+        raise UsageError(f"--weight_sampler sobol draws from Dir(1) only: --alpha must be 1, got {alpha}")
+
+
 def check_method(args, task):
     """What the method needs of the task (vpo.METHODS): weights to draw (D >= 2), a k below the group size, a
     warm-start style. Resolves --warm_start auto and the task's default --sft_steps."""
@@ -116,6 +129,8 @@ def prepare(argv, parser, may_change, ks_of):
     model = state = None
     if args.resume:
         model, state, args = resume_state(argv, args, directory, parser, may_change)
+    else:  # a resumed run keeps its checked settings; --resume may change none of these
+        check_options(args.algo, given_flags(parser(), argv), args.alpha, args.weight_sampler)
     probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
     task = make_task(args.task, args.task_opt, probe)
     check_args(args, ks_of(args))

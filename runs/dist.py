@@ -9,8 +9,8 @@ one process and every helper here is the identity.
 What is split: an RL step's prompt groups (shard_groups: a group never straddles processes, since advantages
 compare the rollouts of a group), the warm start's demonstrations (shard), the evaluation's problems (shard).
 Randomness is drawn per prompt, per demonstration and per problem from seeds of (seed, step, global index)
-(sample.step_seed), so a prompt samples the same tokens whichever process holds it. A library module: it imports
-nothing of ours.
+(runs/seeding.py: step_seed), so a prompt samples the same tokens whichever process holds it. A library module:
+it imports nothing of ours.
 """
 import os
 
@@ -72,7 +72,7 @@ def broadcast(obj):
 
 
 def _on_backend(x):
-    """x where the backend can reduce it: NCCL only moves CUDA tensors (not run: no GPU here), gloo CPU ones."""
+    """x where the backend can reduce it: NCCL only moves CUDA tensors (never run on a GPU: docs/gpus.md), gloo CPU ones."""
     if td.get_backend() == "nccl":
         return x.to(torch.device("cuda", torch.cuda.current_device()))
     return x.cpu()

@@ -43,15 +43,6 @@ def encode_special(text: str) -> list[int]:
     return _encoding.encode(text, allowed_special="all")
 
 
-def encode_bytes(data: bytes) -> list[int]:
-    """Any byte string -> ids (byte b is token b); decode_bytes inverts it exactly."""
-    return _encoding._encode_bytes(data)
-
-
 def decode(ids) -> str:
     """ids -> text; special ids become their names, invalid UTF-8 becomes U+FFFD (model output is untrusted)."""
     return _encoding.decode([int(i) for i in ids], errors="replace")
-
-
-def decode_bytes(ids) -> bytes:
-    return _encoding.decode_bytes([int(i) for i in ids])

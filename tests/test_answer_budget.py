@@ -9,9 +9,10 @@ import torch
 import train
 import vpo
 from model import GPT, GPTConfig
-from sample import AnswerBudget, answer_budget, completion_texts, generate, generate_naive, prompt_ids, rollout
+from sample import AnswerBudget, answer_budget, completion_texts, generate, prompt_ids, rollout
 from tasks import get_task
 from tasks import tokenizer as tok
+from tests.reference import generate_naive
 
 CFG = GPTConfig(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_head=2, n_embd=32)
 

@@ -122,7 +122,8 @@ def test_toy_through_the_gpt_vpo_learns_the_corners_grpo_the_compromise(tmp_path
 def test_training_logprobs_equal_the_samplers():
     """pack + token_logprobs (one causal forward over prompt + completion, as the loss sees it) gives the same
     per-token log-probs as the KV-cache sampler drew with, on the masked-in tokens, at any temperature."""
-    from model import GPT, GPTConfig, pack, token_logprobs
+    from model import GPT, GPTConfig
+    from tests.reference import pack, token_logprobs
     from sample import generate
     from tasks import tokenizer as tok
     torch.manual_seed(0)
@@ -131,7 +132,7 @@ def test_training_logprobs_equal_the_samplers():
     for temperature in (1.0, 0.7):
         gen = generate(model, prompts, 12, num_samples=3, temperature=temperature, stop_token=tok.END_ID,
                        generator=torch.Generator().manual_seed(1))
-        idx, pos = pack([p for p in prompts for _ in range(3)], gen.tokens)
+        idx, pos = pack([p for p in prompts for _ in range(3)], gen.tokens, tok.PAD_ID)
         with torch.no_grad():
             logp = token_logprobs(model, idx, pos, gen.tokens, temperature)
         torch.testing.assert_close(logp[gen.mask], gen.logprobs[gen.mask], atol=1e-4, rtol=1e-4)
