@@ -1,7 +1,7 @@
 """
-Calibrating the code task's warm start (issue 19): which task options, warm-start length and model size give a
-base that solves some held-out problems and not others (pass@1 around 0.05-0.15, pass@48 around 0.4-0.7), so
-that RL has something to improve and search has a hard remainder to work on.
+Calibrating the code task's warm start: which task options, warm-start length and model size give a base that
+solves some held-out problems and not others (pass@1 around 0.05-0.15, pass@48 around 0.4-0.7), so that RL has
+something to improve and search has a hard remainder to work on.
 
     python -m results.calibrate                  # every configuration below not yet measured (resumable)
     python -m results.calibrate --only five-1500  # one configuration
@@ -25,7 +25,7 @@ import numpy as np
 
 CONFIGS = {
     # name: task options, supervised steps (batch 64, lr 2e-3), evaluation points along the schedule
-    "all-300": dict(task_opt=["families=all"], steps=300, evals=(300,)),       # the default before issue 19
+    "all-300": dict(task_opt=["families=all"], steps=300, evals=(300,)),       # the default before this calibration
     "all-3000": dict(task_opt=["families=all"], steps=3000, evals=(500, 1000, 2000, 3000)),
     # at steps 500 and 1000 of all-3000 no `step` and no `on_remainder` problem was solved within 48 answers
     # (140 held-out problems): the five families without two affine branches

@@ -123,10 +123,10 @@ def route_answers(cfg, out, main):
 
 
 def code_answers(cfg, out, code):
-    """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first
-    cfg["code_answer_problems"] held-out problems, 12 answers each (12 rollouts of one, or 4 of three), T = 0.7,
-    fixed seeds: what the models write. Sampled once per run and cached in out/answers_code.json (a clone without
-    the weights keeps what the cache holds)."""
+    """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first 32
+    held-out problems (cfg["code_answer_problems"] where the plan sets it), 12 answers each (12 rollouts of one, or
+    4 of three), T = 0.7, fixed seeds: what the models write. Sampled once per run and cached in
+    out/answers_code.json (a clone without the weights keeps what the cache holds)."""
     import torch
 
     from model import load_checkpoint

@@ -36,7 +36,7 @@ QUICK = {
                "--sft_batch_size", "8"],
     "route_mazes": 2, "route_answers": 3,
 }
-# the code comparison (issue 19; results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, then evolutionary search
+# the code comparison (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, then evolutionary search
 CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
         ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
         ("VPO", "vpo", ["--algo", "vpo"])]

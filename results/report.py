@@ -4,7 +4,8 @@ summary.json (the final evaluation; the base's where that run evaluated it), eva
 training), log.jsonl (one line per RL step), and the kept weights of the main runs (the route figure samples
 them once and caches the answers in routes_maze.json, so a clone without the weights still draws it).
 
-Numbers are means ± standard deviation (numpy's, ddof 0) over RL seeds; a single seed is shown alone.
+Numbers are means ± the population standard deviation (ddof 0) over RL seeds, and every table with a ± says so
+under it; a single seed is shown alone.
 """
 import json
 import os
@@ -25,19 +26,20 @@ def pm(values, digits=3):
         return "-"
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
-    return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=0):.{digits}f}"
 
 
-def table(header, rows):
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+STD_NOTE = "± is the population standard deviation (ddof 0) over the seeds."
+PAIRED_STD_NOTE = "± is the population standard deviation (ddof 0) of the per-seed differences."
 
 
-def k_table(runs, key, ks, bases=()):
-    """One row per arm: key@k for each k, mean ± std over seeds; then the base rows (label, metrics)."""
-    rows = [[label, str(len(rs))] + [pm([value(r["summary"]["metrics"], key, k) for r in rs]) for k in ks]
-            for label, rs in runs.items()]
-    rows += [[label, "-"] + [pm([value(m, key, k)]) for k in ks] for label, m in bases if m]
-    return table(["method", "seeds"] + [f"k={k}" for k in ks], rows)
+def table(header, rows, note=STD_NOTE):
+    """A markdown table; where a cell holds a mean ± std, the note saying which std follows it (after a blank
+    line: a line right under a table would be read as one more row)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    if note and any(" ± " in cell for r in rows for cell in r):
+        lines += ["", note]
+    return lines
 
 
 def paired(runs, a, b, key, ks, step=None):
@@ -76,7 +78,8 @@ def paired_table(runs, a, b, key, ks, name):
     if not rows:
         return []
     return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
-        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"], rows) + [""]
+        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"], rows,
+              PAIRED_STD_NOTE) + [""]
 
 
 def step_table(runs, key, ks, bases):
@@ -143,7 +146,7 @@ def compute_seconds(out):
 
 
 def wall_seconds(out):
-    """Wall-clock time of the reproduce.py invocations that ran jobs (runs/timeline.jsonl)."""
+    """Wall-clock time of the reproduce.py invocations that ran jobs (out/runs/timeline.jsonl)."""
     return sum(row["end"] - row["start"] for row in read_jsonl_or_empty(os.path.join(out, "runs", "timeline.jsonl")))
 
 
@@ -155,10 +158,13 @@ def write_report(cfg, out, title, figures=True):
         from results.figures import code_answers
         code_answers(cfg, out, finished_runs(cfg, out, "code"))
     runs = {**main, **baselines}
+    rooms = {name: get_task(name).answer_tokens for name in ("maze", "code")}
     lines = [f"# Reproduction v3: `{title}`", "",
-             "Configuration, metrics and the deciding comparison: [PLAN.md](PLAN.md) (committed before these runs). "
-             "Every number: mean ± std over RL seeds (one shared warm start); the seeds column counts them. "
-             "k counts answers; every answer had its own room of 36 tokens.", ""]
+             "Configuration, metrics and the deciding comparison: [PLAN.md](PLAN.md) (the maze) and "
+             "[PLAN_CODE.md](PLAN_CODE.md) (code and its search), committed before these runs. Every number: mean "
+             "± population std (ddof 0) over RL seeds (one shared warm start); the seeds column counts them. k "
+             f"counts answers; every answer had its own room of {rooms['maze']} tokens on the maze and "
+             f"{rooms['code']} on code.", ""]
     if runs:
         steps = cfg["main"]["steps"]
         bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}

@@ -1,6 +1,6 @@
 """
-The search stage of the code comparison (results/PLAN.md, "Code"): evolutionary search as the paper runs it, on
-the held-out problems no checkpoint solves, next to plain sampling with the same budget.
+The search stage of the code comparison (results/PLAN_CODE.md, "The search"): evolutionary search as the paper
+runs it, on the held-out problems no checkpoint solves, next to plain sampling with the same budget.
 
 1. screen   every searched checkpoint (the final GRPO and VPO weights of every seed) samples its evaluation pool
             (48 answers at T = 0.7, the evaluation's streams) on the first `screen_problems` test problems;

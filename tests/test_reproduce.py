@@ -160,6 +160,14 @@ def test_paired_differences_per_evaluation_step():
     lines = report.paired_table(runs, "VPO", "GRPO", "pooled_best@k", [48], "pooled")
     assert "| 2 | k=48 | +0.100 | +0.100 | 0.100 ± 0.000 | VPO ahead on every seed |" in lines
     assert "| 4 | k=48 | +0.800 | +0.800 | 0.800 ± 0.000 | VPO ahead on every seed |" in lines
+    # the table says which spread its ± is, once, after a blank line (a line right under a table is one more row)
+    assert lines.count(report.PAIRED_STD_NOTE) == 1 and lines[lines.index(report.PAIRED_STD_NOTE) - 1] == ""
+
+
+def test_a_table_with_a_spread_says_it_is_the_population_std():
+    assert report.pm([0.1, 0.2, 0.6]) == "0.300 ± 0.216"  # np.std with ddof 0 (ddof 1 would give 0.265)
+    assert report.table(["a"], [["0.300 ± 0.216"]])[-2:] == ["", report.STD_NOTE]
+    assert report.table(["a"], [["0.300"]]) == ["| a |", "|---|", "| 0.300 |"]  # no spread, no note
 
 
 def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, capsys):
