@@ -76,7 +76,7 @@ def test_dtype_float32_reaches_every_sampler(run, monkeypatch):
     assert evaluate.main(["--ckpt", ckpt, "--problems", "1", "--answers", "48"]) == 0
     assert sample.main(["--ckpt", ckpt, "--num_samples", "1", "--max_new_tokens", "4"]) == 0
     assert search.main(["bestofk", "--ckpt", ckpt, "--problems", "1", "--k", "3"]) == 0
-    assert search.main(["evolve", "--ckpt", ckpt, "--problems", "1", "--budget", "9"]) == 0
+    assert search.main(["evolve", "--ckpt", ckpt, "--problems", "1", "--budget", "27"]) == 0  # one round, m = 3
     assert seen and not any(seen) and inner and not any(inner)
     seen.clear()
     assert evaluate.main(["--ckpt", ckpt, "--problems", "1", "--answers", "48", "--dtype", "bfloat16"]) == 0
