@@ -6,6 +6,7 @@ that RL has something to improve and search has a hard remainder to work on.
     python -m results.calibrate                  # every configuration below not yet measured (resumable)
     python -m results.calibrate --only five-1500  # one configuration
     python -m results.calibrate --table          # print the table (docs/tasks.md holds a copy)
+    python -m results.calibrate --templates      # what the shown tests pay for, per family, before and after
 
 Each configuration trains a base from scratch with sft.train_base (the warm start every RL run uses) and evaluates
 it at the listed supervised steps of its schedule (a mid-schedule row is not the same as a base trained to that
@@ -122,6 +123,22 @@ def family_table(rows):
     return "\n".join(lines)
 
 
+def templates_table(n=500, seed=0):
+    """tasks.code.template_report on n held-out problems per family, for the shown inputs of the generator before
+    (inputs=random) and of the default (inputs=distinct), every family of the grammar: a markdown table."""
+    from tasks.code import CodeTask, template_report
+    lines = ["| family | inputs | template: mean tests passed | template: passes all | best partial: mean tests "
+             "passed | constant: mean tests passed | distinct shown outputs |", "|---|---|---|---|---|---|---|"]
+    reports = {inputs: template_report(CodeTask(families="all", inputs=inputs), n, seed)
+               for inputs in ("random", "distinct")}
+    for family in sorted(reports["distinct"]):
+        for inputs, report in reports.items():
+            r = report[family]
+            lines.append(f"| {family} | {inputs} | {r['template']:.3f} | {r['template_all']:.3f} | {r['partial']:.3f} | "
+                         f"{r['constant']:.3f} | {r['distinct']:.2f} |")
+    return "\n".join(lines)
+
+
 def table(rows):
     lines = ["| configuration | options | model | SFT steps | at step | m | pass@1 | pass@48 | pass_hidden@48 | "
              "best@48 | valid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -175,12 +192,18 @@ def main(argv=None):
     ap.add_argument("--only", choices=sorted(CONFIGS), action="append", help="run this configuration (repeatable)")
     ap.add_argument("--out", default=os.path.join("out", "calibration"), help="where the bases are written")
     ap.add_argument("--table", action="store_true", help="print the tables of what is measured, run nothing")
+    ap.add_argument("--templates", action="store_true",
+                    help="print what a step program fitted to the shown tests scores against the partial programs, "
+                         "per family, for inputs=random and inputs=distinct (500 held-out problems each), run nothing")
     ap.add_argument("--families", choices=sorted(CONFIGS), action="append",
                     help="per-family solve rates of this configuration's final base (repeatable)")
     ap.add_argument("--figure", choices=sorted(CONFIGS), default=None,
                     help="draw results/calibration/base_pass_at_k_code.png for this configuration")
     args = ap.parse_args(argv)
     rows = measured()
+    if args.templates:
+        print(templates_table())
+        return 0
     if args.table:
         print(table(rows))
         print()
