@@ -238,7 +238,8 @@ def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tup
             return
         candidates = list(candidates)
         for _ in range(n):
-            best = min(rng.permutation(len(candidates)), key=lambda i: _spread_cost(chosen, shown, table, candidates[i]))
+            cost = lambda i: _spread_cost(chosen, shown, table, candidates[i])
+            best = min(rng.permutation(len(candidates)), key=cost)   # the first of the cheapest, in random order
             x = candidates.pop(best)
             bisect.insort(chosen, x)
             shown[table[X_MAX + x]] = shown.get(table[X_MAX + x], 0) + 1
