@@ -6,6 +6,8 @@ something to improve and search has a hard remainder to work on.
     python -m results.calibrate                  # every configuration below not yet measured (resumable)
     python -m results.calibrate --only five-1500  # one configuration
     python -m results.calibrate --table          # print the table (docs/tasks.md holds a copy)
+    python -m results.calibrate --templates      # what the shown tests pay for, per family, before and after
+    python -m results.calibrate --families NAME --forms NAME   # per family: solved, and the forms of the answers
 
 Each configuration trains a base from scratch with sft.train_base (the warm start every RL run uses) and evaluates
 it at the listed supervised steps of its schedule (a mid-schedule row is not the same as a base trained to that
@@ -25,12 +27,17 @@ import numpy as np
 
 CONFIGS = {
     # name: task options, supervised steps (batch 64, lr 2e-3), evaluation points along the schedule
-    "all-300": dict(task_opt=["families=all"], steps=300, evals=(300,)),       # the default before this calibration
-    "all-3000": dict(task_opt=["families=all"], steps=3000, evals=(500, 1000, 2000, 3000)),
+    "all-300": dict(task_opt=["families=all", "inputs=random"], steps=300, evals=(300,)),  # the default before the calibration
+    "all-3000": dict(task_opt=["families=all", "inputs=random"], steps=3000, evals=(500, 1000, 2000, 3000)),
     # at steps 500 and 1000 of all-3000 no `step` and no `on_remainder` problem was solved within 48 answers
     # (140 held-out problems): the five families without two affine branches
-    "five-1500": dict(task_opt=["families=clamp+clip+distance+remainder+step3"], steps=1500,
+    "five-1500": dict(task_opt=["families=clamp+clip+distance+remainder+step3", "inputs=random"], steps=1500,
                       evals=(500, 1000, 1500)),
+    # the configurations above were measured with the shown inputs of the generator before (inputs=random; step3
+    # had two partial programs fewer then); the same warm start on the default shown inputs (inputs=distinct:
+    # docs/tasks.md, "What the shown tests pay for"):
+    "distinct-1500": dict(task_opt=["families=clamp+clip+distance+remainder+step3", "inputs=distinct"], steps=1500,
+                          evals=(500, 1000, 1500)),
 }
 MODEL = dict(n_layer=4, n_head=4, n_embd=128, block_size=256)   # train.py's default GPT
 PATH = os.path.join(os.path.dirname(__file__), "calibration", "code.jsonl")
@@ -112,6 +119,47 @@ def per_family(name, out, problems_n=256, answers=48):
     print(json.dumps(row))
 
 
+FORMS_PATH = os.path.join(os.path.dirname(PATH), "forms.jsonl")
+
+
+def forms(name, out, problems_n=256, answers=12):
+    """What the final base of a configuration writes: `answers` answers (m = 1, T = 0.7, one seed per problem, as
+    results/figures.py samples answers_code.json) on each of the first problems_n held-out problems; per family,
+    the share of the answers in each form of results.report.answer_form (three constant levels, abs, ...)."""
+    import torch
+    from results.report import FORMS, answer_form
+    from runs.cli import load_model, make_task
+    from runs.seeding import step_seed
+    from sample import rollout
+    cfg = CONFIGS[name]
+    model = load_model(os.path.join(out, name, "ckpt.pt"), torch.device("cpu"))[0].eval()
+    task = make_task("code", cfg["task_opt"])
+    problems = task.problems("test", problems_n, seed=0)
+    with torch.no_grad():
+        _, _, texts, _, _ = rollout(model, task, problems, 1, answers, 0.7, amp=False,
+                                    seeds=[step_seed(0, 8, i) for i in range(len(problems))])
+    row = {"name": name, "problems": problems_n, "answers": answers, "families": {}}
+    for family in sorted({p.family for p in problems}):
+        written = [a for i, p in enumerate(problems) if p.family == family
+                   for t in texts[i * answers:(i + 1) * answers] for a in task.parse(t, 1) if a]
+        row["families"][family] = {"problems": sum(p.family == family for p in problems), "answers": len(written),
+                                   **{f: sum(answer_form(a) == f for a in written) / max(1, len(written))
+                                      for f in FORMS}}
+    with open(FORMS_PATH, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row))
+
+
+def forms_table(rows, shown=("three levels", "abs", "remainder", "clip", "min/max")):
+    lines = ["| base | family | problems | answers | " + " | ".join(shown) + " |",
+             "|---|---|---|---|" + "---|" * len(shown)]
+    for r in rows:
+        for family, v in r["families"].items():
+            lines.append(f"| {r['name']} | {family} | {v['problems']} | {v['answers']} | "
+                         + " | ".join(f"{v[f]:.2f}" for f in shown) + " |")
+    return "\n".join(lines)
+
+
 def family_table(rows):
     names = sorted({f for r in rows for f in r["families"]})
     lines = ["| base | problems | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
@@ -119,6 +167,22 @@ def family_table(rows):
         lines.append(f"| {r['name']} | {r['problems']} | " + " | ".join(
             f"{r['families'][f]['solved']:.2f} ({r['families'][f]['problems']})" if f in r["families"] else "-"
             for f in names) + " |")
+    return "\n".join(lines)
+
+
+def templates_table(n=500, seed=0):
+    """tasks.code.template_report on n held-out problems per family, for the shown inputs of the generator before
+    (inputs=random) and of the default (inputs=distinct), every family of the grammar: a markdown table."""
+    from tasks.code import CodeTask, template_report
+    lines = ["| family | inputs | template: mean tests passed | template: passes all | best partial: mean tests "
+             "passed | constant: mean tests passed | distinct shown outputs |", "|---|---|---|---|---|---|---|"]
+    reports = {inputs: template_report(CodeTask(families="all", inputs=inputs), n, seed)
+               for inputs in ("random", "distinct")}
+    for family in sorted(reports["distinct"]):
+        for inputs, report in reports.items():
+            r = report[family]
+            lines.append(f"| {family} | {inputs} | {r['template']:.3f} | {r['template_all']:.3f} | "
+                         f"{r['partial']:.3f} | {r['constant']:.3f} | {r['distinct']:.2f} |")
     return "\n".join(lines)
 
 
@@ -175,23 +239,35 @@ def main(argv=None):
     ap.add_argument("--only", choices=sorted(CONFIGS), action="append", help="run this configuration (repeatable)")
     ap.add_argument("--out", default=os.path.join("out", "calibration"), help="where the bases are written")
     ap.add_argument("--table", action="store_true", help="print the tables of what is measured, run nothing")
+    ap.add_argument("--templates", action="store_true",
+                    help="print what a step program fitted to the shown tests scores against the partial programs, "
+                         "per family, for inputs=random and inputs=distinct (500 held-out problems each), run nothing")
     ap.add_argument("--families", choices=sorted(CONFIGS), action="append",
                     help="per-family solve rates of this configuration's final base (repeatable)")
+    ap.add_argument("--forms", choices=sorted(CONFIGS), action="append",
+                    help="the forms of the answers this configuration's final base writes, per family (repeatable)")
     ap.add_argument("--figure", choices=sorted(CONFIGS), default=None,
                     help="draw results/calibration/base_pass_at_k_code.png for this configuration")
     args = ap.parse_args(argv)
     rows = measured()
+    if args.templates:
+        print(templates_table())
+        return 0
     if args.table:
         print(table(rows))
         print()
         print(family_table(measured(FAMILIES_PATH)))
+        print()
+        print(forms_table(measured(FORMS_PATH)))
         return 0
     if args.figure:
         figure(rows, os.path.join(os.path.dirname(PATH), "base_pass_at_k_code.png"), args.figure)
         return 0
-    if args.families:
-        for name in args.families:
+    if args.families or args.forms:
+        for name in args.families or []:
             per_family(name, args.out)
+        for name in args.forms or []:
+            forms(name, args.out)
         return 0
     os.makedirs(os.path.dirname(PATH), exist_ok=True)
     for name in args.only or CONFIGS:

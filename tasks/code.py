@@ -18,12 +18,29 @@ Test inputs are chosen so that every branch shows: for each partial program of t
 alone, an off-by-one threshold, the wrong remainder, ...) the shown tests contain two inputs where it agrees
 with the target and two where it does not (one where only one exists, e.g. the input an off-by-one threshold
 gets wrong). So a simple candidate passes some tests and fails others, and different partial programs pass
-different subsets: the reward vectors of natural guesses form a front.
+different subsets: the reward vectors of natural guesses form a front. A related partial program too long to be
+an answer still gets its two and two (a step3 threshold's off-by-one can take a character more than the target),
+so both sides of every threshold are shown.
+
+The shown tests also pay for the program rather than for a template (inputs=distinct, the default): among the
+candidates that meet a requirement, and for the inputs left after the requirements, the generator takes one
+input at a time, the one whose output is shown least so far, ties broken by the most new changes of output
+between neighbouring shown inputs. The shown outputs are then as distinct, and change as often along the inputs,
+as the requirements allow, and a program that only fits them with a few constant pieces (fit_templates: the best
+`a if x<b else c if x<d else e` within the answer's room) passes fewer of them than the best partial program of
+the target's family, on every family but step3, whose targets are such programs (template_report; the table
+is in docs/tasks.md, "What the shown tests pay for"). inputs=random fills the requirements and the rest
+uniformly at random, the generator before, where the template won: on clip it passed every shown test of one
+problem in four.
 
 Splits are semantic: a problem is a test problem iff a stable hash (blake2b) of the target's table of values
 on the whole input domain falls in one residue class (1 in 8). Two sources computing the same function
 therefore always land in the same split, so no test function is ever trained on, whatever the seeds.
 """
+import bisect
+import copy
+import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +48,7 @@ import numpy as np
 from tasks.base import Task, in_test_split
 from tasks.executor import execute
 
-__all__ = ["CodeTask", "CodeProblem", "execute"]
+__all__ = ["CodeTask", "CodeProblem", "execute", "fit_templates", "template_report"]
 
 X_MAX = 15                                  # inputs are drawn from the domain -X_MAX..X_MAX
 DOMAIN = tuple(range(-X_MAX, X_MAX + 1))    # 31 inputs
@@ -39,6 +56,7 @@ DEFAULT_FAMILIES = "clamp+clip+distance+remainder+step3"   # the calibrated defa
 MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; sets answer_tokens
 MIN_PARTIALS = 2                            # every problem has at least two partial programs
 MIN_ANSWERS = 6                             # and at least six distinct programs for demonstrations
+INPUT_CHOICES = ("distinct", "random")      # how the shown inputs are chosen (CodeTask's option inputs)
 
 
 @dataclass(frozen=True)
@@ -64,12 +82,16 @@ class CodeTask(Task):
     warm_start_steps = 1500   # the calibrated warm start (docs/tasks.md, "Calibrating the code task")
 
     def __init__(self, num_tests: int = 8, num_hidden: int = 8, demo_correct: float = 0.5,
-                 families: str = DEFAULT_FAMILIES):
+                 families: str = DEFAULT_FAMILIES, inputs: str = "distinct"):
         """num_tests = D shown tests (4..16), num_hidden held-out tests; demo_correct = the probability that
         each demonstration answer after the first is a correct program rather than a partial one; families: the
         target families drawn from, "all" or names joined by "+" (e.g. "step+clamp+clip"), uniformly. The
         default leaves out step and on_remainder, whose two affine branches our warm-started GPT does not learn to
-        infer within the CPU budget (the calibration, docs/tasks.md)."""
+        infer within the CPU budget (the calibration, docs/tasks.md). inputs: how the shown inputs are chosen
+        (choose_inputs): "distinct" (the default) makes the shown outputs as distinct, and change as often along
+        the inputs, as the partial programs' requirements allow; "random" fills the requirements and the rest
+        uniformly at random (the generator before; there a step program fitted to the shown outputs passes more
+        of them than the family's partial programs do: docs/tasks.md, "What the shown tests pay for")."""
         names = {f.__name__: f for f in FAMILIES}
         chosen = list(names) if families == "all" else families.split("+") if isinstance(families, str) else None
         if not chosen or any(f not in names for f in chosen) or len(set(chosen)) < len(chosen):
@@ -77,6 +99,9 @@ class CodeTask(Task):
                              f"got {families!r}")
         self.families = tuple(names[f] for f in chosen)
         self.families_option = families
+        if inputs not in INPUT_CHOICES:
+            raise ValueError(f"inputs must be one of {', '.join(INPUT_CHOICES)}, got {inputs!r}")
+        self.inputs = inputs
         if type(num_tests) is not int or not 4 <= num_tests <= 16:
             raise ValueError(f"num_tests must be an int in [4, 16], got {num_tests!r}")
         if type(num_hidden) is not int or not 0 <= num_hidden <= len(DOMAIN) - num_tests:
@@ -157,14 +182,20 @@ class CodeTask(Task):
         table = execute(target, DOMAIN)
         if None in table or is_test_function(table) != want_test:
             return None
-        rewrites, partials = [target], []
+        rewrites, related_partials = [target], []
         for source in dict.fromkeys(related):  # unique, order kept (the family lists the likeliest first)
             values = execute(source, DOMAIN)
             if values == table:
                 rewrites.append(source)
-            elif any(v == t for v, t in zip(values, table)) and len(source) <= MAX_ANSWER_CHARS:
-                partials.append((source, values))
-        inputs = choose_inputs(rng, table, [values for _, values in partials], self.num_tests)
+            elif any(v == t for v, t in zip(values, table)):
+                related_partials.append((source, values))
+        partials = [(s, values) for s, values in related_partials if len(s) <= MAX_ANSWER_CHARS]
+        # the shown tests tell every related partial program from the target, also one too long to be an answer
+        # (a step3 threshold's off-by-one can take a character more than the target); inputs=random keeps the
+        # requirements of the generator before, from the partial programs short enough to be answers only
+        required = partials if self.inputs == "random" else related_partials
+        inputs = choose_inputs(rng, table, [values for _, values in required], self.num_tests,
+                               spread=self.inputs == "distinct")
         outputs = tuple(table[X_MAX + x] for x in inputs)
         partials = [s for s, values in partials if 0 < sum(values[X_MAX + x] == table[X_MAX + x]
                                                            for x in inputs) < len(inputs)]
@@ -184,24 +215,150 @@ def is_test_function(table) -> bool:
     return in_test_split(",".join(map(str, table)))
 
 
-def choose_inputs(rng, table, partial_tables, k, per_side=2) -> tuple[int, ...]:
+def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tuple[int, ...]:
     """k sorted inputs such that each partial program passes per_side of them and fails per_side of them
     (fewer where fewer exist), as far as k allows. The tightest requirements go first (fewest candidate
     inputs: e.g. the single input an off-by-one threshold gets wrong); ties keep the family's order.
-    The remaining inputs are uniform at random."""
+    Which candidates meet a requirement, and the inputs left after the requirements:
+      spread=True  (inputs=distinct, the default) one at a time, the candidate whose output the chosen inputs
+                   show least often (a new output first), ties broken by the most new changes of output between
+                   neighbouring chosen inputs, then at random: the shown outputs are as distinct, and change as
+                   often along the inputs, as the requirements allow, so a few constant pieces fit few of them
+      spread=False (inputs=random) uniform at random."""
     needs = []
     for values in partial_tables:
         needs.append([x for x in DOMAIN if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
         needs.append([x for x in DOMAIN if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
-    chosen = set()
+    chosen, shown = [], {}   # chosen inputs (sorted), how often each output is shown
+
+    def add(candidates, n):
+        if not spread:
+            for i in rng.permutation(len(candidates))[:n]:
+                bisect.insort(chosen, candidates[i])
+            return
+        candidates = list(candidates)
+        for _ in range(n):
+            cost = lambda i: _spread_cost(chosen, shown, table, candidates[i])
+            best = min(rng.permutation(len(candidates)), key=cost)   # the first of the cheapest, in random order
+            x = candidates.pop(best)
+            bisect.insort(chosen, x)
+            shown[table[X_MAX + x]] = shown.get(table[X_MAX + x], 0) + 1
+
     for side in sorted(needs, key=len):
         missing = [x for x in side if x not in chosen]
         wanted = min(per_side, len(side)) - (len(side) - len(missing))  # per_side minus those already in
-        for i in rng.permutation(len(missing))[: max(0, min(wanted, k - len(chosen)))]:
-            chosen.add(missing[i])
-    rest = [x for x in DOMAIN if x not in chosen]
-    chosen.update(rest[i] for i in rng.permutation(len(rest))[: k - len(chosen)])
-    return tuple(sorted(chosen))
+        add(missing, max(0, min(wanted, k - len(chosen))))
+    add([x for x in DOMAIN if x not in chosen], k - len(chosen))
+    return tuple(chosen)
+
+
+def _spread_cost(chosen, shown, table, x):
+    """(times x's output is already shown, minus the changes of output between neighbours that adding x makes)."""
+    y, i = table[X_MAX + x], bisect.bisect(chosen, x)
+    left = table[X_MAX + chosen[i - 1]] if i > 0 else None
+    right = table[X_MAX + chosen[i]] if i < len(chosen) else None
+    changes = (left is not None and left != y) + (right is not None and right != y)
+    changes -= left is not None and right is not None and left != right
+    return shown.get(y, 0), -changes
+
+
+# --- what a template fitted to the shown tests scores ----------------------------------------------------------
+def _shortest_cut(left: int, right: int) -> int:
+    """The threshold b with left < b <= right (x<b separates the two inputs) whose decimal form is shortest."""
+    return 0 if left < 0 <= right else left + 1 if left >= 0 else right
+
+
+def _piece_tables(outputs):
+    """For every piece outputs[i:j] and every length l of a constant: the most tests a constant of at most l
+    characters passes on that piece, and that constant (the most common output that short; ties: shortest,
+    then nearest zero; 0 when none of the piece's outputs is that short)."""
+    lengths = sorted({len(str(y)) for y in outputs} | {1})
+    tables = {}
+    for i in range(len(outputs)):
+        counts = {}
+        for j in range(i + 1, len(outputs) + 1):
+            counts[outputs[j - 1]] = counts.get(outputs[j - 1], 0) + 1
+            table = {}
+            for l in lengths:
+                fits = [(n, -len(str(y)), -abs(y), y) for y, n in counts.items() if len(str(y)) <= l]
+                n, _, _, y = max(fits + [(counts.get(0, 0), -1, 0, 0)])
+                table[l] = (n, y)
+            tables[i, j] = table
+    return lengths, tables
+
+
+def _best_constants(tables, pieces, lengths, room):
+    """The constants of the pieces that pass the most tests with their digits within room characters in all:
+    (tests passed, constants), or None when even the shortest constants do not fit."""
+    best = None
+    for ls in itertools.product(lengths, repeat=len(pieces)):
+        if sum(ls) <= room:
+            picks = [tables[piece][l] for piece, l in zip(pieces, ls)]
+            passed = sum(n for n, _ in picks)
+            if best is None or passed > best[0]:
+                best = (passed, [y for _, y in picks])
+    return best
+
+
+def fit_templates(inputs, outputs, max_chars: int = MAX_ANSWER_CHARS):
+    """The programs that only fit the shown outputs with constant pieces: the best constant, and the best step
+    program with at most three constant levels, `a if x<b else c if x<d else e` (or `a if x<b else c`), among
+    those of at most max_chars characters (an answer's room less its closing token: the constants' and the
+    thresholds' digits count). Exact: every placement of the thresholds between consecutive (sorted) inputs,
+    each written with its shortest integer, and for each piece the constant that passes the most of its tests
+    (the piece's most common output) within the characters left.
+    Returns ((constant source, tests passed), (step source, tests passed)); executing either source on the
+    inputs passes exactly that many tests."""
+    inputs, outputs = list(inputs), list(outputs)
+    D = len(inputs)
+    lengths, tables = _piece_tables(outputs)
+    passed, (a,) = _best_constants(tables, [(0, D)], lengths, max_chars)
+    constant = (str(a), passed)
+    step = constant
+    cut = {i: str(_shortest_cut(inputs[i - 1], inputs[i])) for i in range(1, D)}
+    for cuts in itertools.chain(itertools.combinations(range(1, D), 1), itertools.combinations(range(1, D), 2)):
+        bounds = (0, *cuts, D)
+        pieces = list(zip(bounds, bounds[1:]))
+        fixed = 12 * len(cuts) + sum(len(cut[i]) for i in cuts)   # " if x<" and " else " per threshold
+        fit = _best_constants(tables, pieces, lengths, max_chars - fixed)
+        if fit is not None and fit[0] > step[1]:
+            values = fit[1]
+            source = str(values[-1])
+            for i, y in zip(reversed(cuts), reversed(values[:-1])):
+                source = f"{y} if x<{cut[i]} else {source}"
+            step = (source, fit[0])
+    return constant, step
+
+
+def template_report(task, n: int = 500, seed: int = 0, split: str = "test") -> dict:
+    """What the shown tests pay for: for each of the task's families, n problems of the split drawn by the task
+    with that family alone (its other options kept), and
+        template      the mean fraction of shown tests that the best step program of fit_templates (at most three
+                      constant levels, within the task's answer room) passes
+        template_all  the fraction of problems on which it passes every shown test
+        constant      the mean fraction the best constant passes
+        partial       the mean fraction the best natural partial program passes: the best, by shown tests passed,
+                      of the problem's partials (the family's partial programs, each of which the shown inputs
+                      make pass some test and fail another)
+        distinct      the mean number of distinct shown outputs
+    The shown tests pay for the program when template < partial and template_all is near zero, for every family
+    whose targets are not themselves such programs (all but step3). {family: {key: value, "problems": n}}."""
+    report = {}
+    for family in task.families:
+        alone = copy.copy(task)
+        alone.families = (family,)
+        rows = []
+        for p in alone.problems(split, n, seed):
+            (_, constant), (_, step) = fit_templates(p.inputs, p.outputs, task.answer_tokens - 1)
+            partial = max(sum(map(operator.eq, execute(q, p.inputs), p.outputs)) for q in p.partials)
+            rows.append((step, step == len(p.inputs), constant, partial, len(set(p.outputs)), len(p.inputs)))
+        rows = np.array(rows, dtype=float)
+        D = rows[:, 5]
+        report[family.__name__] = {"problems": n, "template": float(np.mean(rows[:, 0] / D)),
+                                   "template_all": float(np.mean(rows[:, 1])),
+                                   "constant": float(np.mean(rows[:, 2] / D)),
+                                   "partial": float(np.mean(rows[:, 3] / D)), "distinct": float(np.mean(rows[:, 4]))}
+    return report
 
 
 # --- the grammar of targets ------------------------------------------------------------------------------------
@@ -237,7 +394,8 @@ def step(rng):
 
 
 def step3(rng):
-    """Three constant levels: p if x<c1 else q if x<c2 else r."""
+    """Three constant levels: p if x<c1 else q if x<c2 else r. The off-by-one thresholds on both sides of c1 and
+    of c2 are partial programs, so the shown inputs include c1 - 1, c1, c2 - 1 and c2: the thresholds are pinned."""
     c1 = int(rng.integers(-8, 5))
     c2 = c1 + int(rng.integers(2, 8))
     p, q, r = (int(v) for v in rng.choice(np.arange(-9, 10), 3, replace=False))
@@ -245,6 +403,7 @@ def step3(rng):
     related = [f"{p} if x<{c1} else {q}", f"{q} if x<{c2} else {r}", f"{p} if x<{c1} else {r}",
                f"{r} if x>={c2} else {q} if x>={c1} else {p}", f"{q} if {c1}<=x<{c2} else {p} if x<{c1} else {r}",
                f"{p} if x<{c1 + 1} else {q} if x<{c2} else {r}", f"{p} if x<{c1} else {q} if x<{c2 - 1} else {r}",
+               f"{p} if x<{c1 - 1} else {q} if x<{c2} else {r}", f"{p} if x<{c1} else {q} if x<{c2 + 1} else {r}",
                str(q)]
     return target, related
 

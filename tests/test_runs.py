@@ -102,6 +102,8 @@ def done(tmp_path_factory):
     (["--task", "maze", "--task_opt", "size=21"], "--task_opt"),
     (["--task", "maze", "--task_opt", "slack=40"], "--task_opt"),          # both corners would fit the budget
     (["--task", "code", "--task_opt", "families=step+loop"], "families"),   # no such family: one line, exit 2
+    (["--task", "code", "--task_opt", "inputs=sorted"], "inputs"),         # no such input choice
+    (["--task", "code", "--block_size", "256", "--task_opt", "num_tests=12"], "exceed the block size 256"),
     (["--algo", "max_at_k", "--max_at_k", "4"], "--max_at_k"),             # k >= G = 4
     (["--algo", "max_at_k", "--group_size", "2"], "--max_at_k"),           # the default k = 2 >= G
     (["--algo", "max_at_k", "--max_at_k", "0"], "--max_at_k"),
