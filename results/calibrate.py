@@ -27,7 +27,8 @@ import numpy as np
 
 CONFIGS = {
     # name: task options, supervised steps (batch 64, lr 2e-3), evaluation points along the schedule
-    "all-300": dict(task_opt=["families=all", "inputs=random"], steps=300, evals=(300,)),  # the default before the calibration
+    # the default before the calibration:
+    "all-300": dict(task_opt=["families=all", "inputs=random"], steps=300, evals=(300,)),
     "all-3000": dict(task_opt=["families=all", "inputs=random"], steps=3000, evals=(500, 1000, 2000, 3000)),
     # at steps 500 and 1000 of all-3000 no `step` and no `on_remainder` problem was solved within 48 answers
     # (140 held-out problems): the five families without two affine branches
