@@ -172,9 +172,10 @@ def family_table(rows):
 
 
 def templates_table(n=500, seed=0):
-    """tasks.code.template_report on n held-out problems per family, for the shown inputs of the generator before
+    """tasks.templates.template_report on n held-out problems per family, for the shown inputs of the generator before
     (inputs=random) and of the default (inputs=distinct), every family of the grammar: a markdown table."""
-    from tasks.code import CodeTask, template_report
+    from tasks.code import CodeTask
+    from tasks.templates import template_report
     lines = ["| family | inputs | template: mean tests passed | template: passes all | best partial: mean tests "
              "passed | constant: mean tests passed | distinct shown outputs |", "|---|---|---|---|---|---|---|"]
     reports = {inputs: template_report(CodeTask(families="all", inputs=inputs), n, seed)
