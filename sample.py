@@ -25,11 +25,12 @@ Multi-answer completions (budget=AnswerBudget(m, tokens, sep)): every one of the
 separator the policy did not sample (gen.forced: in the completion, outside gen.sampled and the loss), so one
 answer can never take the others' tokens. With m = 1 nothing is forced: the same tokens as without a budget.
 
-Fast paths, at the end of the file (none changes the tokens): per-prompt sampling streams (prompt_uniforms), so
-a prompt samples the same tokens in any batch or process; reading back from the device only every check_every
-tokens; a decode step of fixed shapes for torch.compile or CUDA graphs (static=True; on CPU it measured slower
-than the eager loop, since it reads the whole preallocated cache at every step); and a parent's prefix counted
-against the first answer's room (written=, for evolutionary search). The head always runs in fp32.
+Beyond the plain path, at the end of the file: per-prompt sampling streams (prompt_uniforms, instead of the one
+generator), so a prompt samples the same tokens in any batch or process; reading back from the device only every
+check_every tokens and a decode step of fixed shapes for torch.compile or CUDA graphs (static=True; on CPU it
+measured slower than the eager loop, since it reads the whole preallocated cache at every step), neither of which
+changes a token; and a parent's prefix counted against the first answer's room (written=, for evolutionary
+search). The head always runs in fp32.
 
 The reference sampler, generate_naive in tests/reference.py, has no cache and no batching: a full forward of
 the whole sequence for every new token, one prompt at a time. At temperature 0 both produce the same tokens
@@ -146,7 +147,7 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
     AnswerBudget) gives each of its m answers its own room (the separators it forces are gen.forced, outside
     gen.sampled). amp=False: no bf16 autocast and an fp32 KV cache on CUDA (--dtype float32); on CPU and MPS
     everything is fp32 anyway.
-    The fast paths (none changes the tokens):
+    Beyond it (check_every and static change no token):
       uniforms     (R, >= max_new_tokens): the rows' uniforms, instead of the generator (prompt_uniforms:
                    per-prompt streams, so any split of the prompts across batches or processes samples the same)
       check_every  read back whether all rows have stopped only every check_every tokens (default: every token
