@@ -26,7 +26,8 @@ RUN_FILES = ("ckpt.pt", "log.jsonl", "eval.jsonl", "summary.json", "curves.png",
 CKPT_FILE = re.compile(r"ckpt(-step\d+)?\.pt(\.tmp\d+)?")  # ckpt.pt, --keep_eval_ckpts' ckpt-step<N>.pt, their temps
 
 
-BASE_FORMAT = 3  # bump when the warm start's code changes what it trains (3: per-demonstration seeds)
+BASE_FORMAT = 4  # bump when the warm start changes what it trains (3: per-demonstration seeds; 4: the code task's
+#                  default shown inputs became inputs=distinct, and the key holds the options given, not the defaults)
 
 
 # ----------------------------------------------------------------------------------------- run directories
