@@ -17,53 +17,74 @@ BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
 FULL = {
     "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    # the code comparison (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO from the calibrated code base
-    "code": {"task": "code", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125},
-    # evolutionary search from the final GRPO and VPO weights (results/search_jobs.py)
-    "search": {"arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48, "problems": 32, "budget": 3072,
-               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536, 3072)},
+    # the code comparison, v2 (results/PLAN_CODE.md): GRPO, matched GRPO, Multi-RLVR and VPO, the default code base
+    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125},
+    # evolutionary search from the final GRPO, matched-GRPO and VPO weights (results/search_jobs.py), in chunks of
+    # 32 problems (chunk c with search seed seed + c)
+    "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512, "answers": 48,
+               "problems": 96, "chunk": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
+               "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
+    # v1 of the code plan, superseded: ran at commit e29cbc8 on the shown inputs of inputs=random; its committed
+    # files are reported, never rerun from here ("frozen": the commit that reproduces them)
+    "code_v1": {"task": "code", "dir": "code", "task_opt": ["inputs=random"], "seeds": [0, 1, 2], "steps": 500,
+                "eval_every": 125, "frozen": "e29cbc8"},
+    "search_v1": {"group": "code_v1", "arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48,
+                  "problems": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
+                  "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"),)},
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
     "route_mazes": 4, "route_answers": 12,
 }
 QUICK = {
     "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
     "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
-    "code": {"task": "code", "seeds": [0, 1], "steps": 4, "eval_every": 2},
-    "search": {"arms": ("grpo", "vpo"), "screen_problems": 4, "answers": 6, "problems": 2, "budget": 27,
-               "unit": "answers", "temperature": 1.0, "seed": 0, "budgets": (9, 27)},
+    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1], "steps": 4, "eval_every": 2},
+    "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
+               "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
+               "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
                "--sft_batch_size", "8"],
     "route_mazes": 2, "route_answers": 3,
 }
-# the code comparison (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, then evolutionary search
+# the code comparison, v2 (results/PLAN_CODE.md): GRPO, GRPO with VPO's answers per prompt, Multi-RLVR and VPO,
+# then evolutionary search; v1 (superseded, reported only): GRPO, Multi-RLVR and VPO
 CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
+        ("matched GRPO", "grpo_matched", ["--algo", "grpo", "--match_budget"]),
         ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
         ("VPO", "vpo", ["--algo", "vpo"])]
-GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE}
+CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1}
 MAZE, CODE_PART = ("main", "baselines"), ("code",)   # reproduce.py --part maze | code
 
 
 def jobs_of(cfg):
     """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
     cut short has both main arms for its first seeds), then the baselines seed by seed.
-    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name."""
+    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name, dir (under out/runs),
+    frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None)."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
         # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
-        first = group in ("main", "code") and seed == g["seeds"][0] and slug in ("grpo", "vpo")
+        first = group in ("main", "code", "code_v1") and seed == g["seeds"][0] and slug in ("grpo", "vpo")
         base_eval = [] if first else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
                 str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *g.get("flags", []),
+                *[a for opt in g.get("task_opt", []) for a in ("--task_opt", opt)],
                 "--keep_eval_ckpts", *base_eval, *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
-                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}"}
+                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
+                "frozen": g.get("frozen")}
     return [job(group, label, slug, flags, seed) for group in GROUPS if group in cfg for seed in cfg[group]["seeds"]
             for label, slug, flags in GROUPS[group]]
 
 
+def runs_dir(out, job):
+    """Where the runs of this job's group are (out/runs/DIR; DIR is the group's "dir", by default its task)."""
+    return os.path.join(out, "runs", job["dir"])
+
+
 def run_dir(out, job):
-    return os.path.join(out, "runs", job["task"], job["name"])
+    return os.path.join(runs_dir(out, job), job["name"])
 
 
 def read_json(path):

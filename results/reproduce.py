@@ -13,11 +13,13 @@ Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is the
              along training on the same held-out mazes, weights kept at those evaluations.
   baselines  Max@k (the paper's strongest scalar baseline) and Multi-RLVR (VPO's answer format, scalar reward),
              seed 0 first, then seeds 1 and 2.
-  code       the calibrated code task (results/PLAN_CODE.md): GRPO, Multi-RLVR and VPO, 3 seeds, 500 steps; then
-             the search stage (results/search_jobs.py): the final GRPO and VPO weights screened for the held-out
+  code       the code task, plan v2 (results/PLAN_CODE.md): GRPO, matched GRPO (VPO's answers per prompt),
+             Multi-RLVR and VPO, 3 seeds, 500 steps, under runs/code-v2/; then the search stage
+             (results/search_jobs.py): the final GRPO, matched-GRPO and VPO weights screened for the held-out
              problems none solves, evolutionary search and plain sampling from each with the same budget.
+             (v1's code runs, superseded, stay committed under runs/code/ and are reported, not rerun.)
 
-Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/TASK/, sharing
+Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/DIR/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
 eval.jsonl under results/runs/) is skipped, an interrupted one resumed from its checkpoint if there is one;
 results.md is rewritten after every finished run. Tables: report.py; figures: figures.py.
@@ -32,7 +34,7 @@ import sys
 import time
 
 from results import search_jobs
-from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, jobs_of, run_dir
+from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, jobs_of, run_dir, runs_dir
 
 
 def base_path(job, out):
@@ -41,7 +43,7 @@ def base_path(job, out):
     import train
     from runs.checks import check_method
     from runs.cli import make_task
-    args = train.get_parser().parse_args(job["argv"] + ["--out_dir", os.path.join(out, "runs", job["task"])])
+    args = train.get_parser().parse_args(job["argv"] + ["--out_dir", runs_dir(out, job)])
     check_method(args, make_task(args.task, args.task_opt))
     return train.base_path(args, torch.device("cpu"))
 
@@ -70,7 +72,7 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     The search jobs of the code comparison (results/search_jobs.py) start when the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
-    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups
+    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"]
                   and not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
     search = search_jobs.pending(cfg, out) if "code" in groups else []
     logs = os.path.join(out, "runs", "logs")
@@ -105,17 +107,17 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
                     continue
                 train_jobs.remove(j)
                 busy.add(j["base"])
-                out_dir = os.path.join(out, "runs", j["task"])
-                print(f"[{time.perf_counter() - t0:6.0f} s] start {j['task']}/{j['name']}", flush=True)
-                log = os.path.join(logs, f"{j['task']}-{j['name']}.log")
+                out_dir = runs_dir(out, j)
+                print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
+                log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
                 running[pool.submit(train_job, j["argv"], out_dir, log)] = j
             for j in list(search):  # in order: a job starts once the files it needs exist
                 if len(running) >= jobs:
                     break
                 if all(os.path.isfile(p) for p in j["needs"]):
                     search.remove(j)
-                    print(f"[{time.perf_counter() - t0:6.0f} s] start code/{j['name']}", flush=True)
-                    running[pool.submit(j["fn"], *j["args"])] = {"task": "code", "name": j["name"], "base": None}
+                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/search/{j['name']}", flush=True)
+                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": None}
             if not running:  # nothing runs and nothing can start: what the search needs failed to appear
                 missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
                 print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "
@@ -126,7 +128,7 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
             for f in done:
                 j = running.pop(f)
                 rc = f.result() if f.exception() is None else repr(f.exception())
-                print(f"[{time.perf_counter() - t0:6.0f} s] done {j['task']}/{j['name']}: "
+                print(f"[{time.perf_counter() - t0:6.0f} s] done {j['dir']}/{j['name']}: "
                       f"{'ok' if rc == 0 else 'FAILED ' + str(rc)}", flush=True)
                 if rc != 0:
                     failed.append(j["name"])

@@ -58,7 +58,7 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
 def test_quick_runs_every_job_once_and_never_waits_on_a_warm_start(quick):
     jobs = plan.jobs_of(plan.QUICK)
     for j in jobs:
-        assert (quick / "runs" / j["task"] / j["name"] / "summary.json").is_file(), j["name"]
+        assert (quick / "runs" / j["dir"] / j["name"] / "summary.json").is_file(), j["name"]
     logs = list((quick / "runs" / "logs").glob("*.log"))
     assert len(logs) == len(jobs)
     # the scheduler never starts a run whose warm start another running job is training (it would wait)
@@ -88,18 +88,23 @@ def test_a_second_invocation_trains_nothing(quick):
 def test_the_job_list_is_the_plan():
     jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
-    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 3 * 3
+    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3
+    assert {j["dir"] for j in jobs if j["group"] == "code"} == {"code-v2"}          # v2 beside v1's committed runs
+    assert {(j["dir"], j["frozen"]) for j in jobs if j["group"] == "code_v1"} == {("code", "e29cbc8")}
+    assert all("inputs=random" in j["argv"] for j in jobs if j["group"] == "code_v1")
+    matched = next(j for j in jobs if j["group"] == "code" and j["slug"] == "grpo_matched")
+    assert "--match_budget" in matched["argv"] and matched["argv"][matched["argv"].index("--algo") + 1] == "grpo"
     for group, arms in plan.GROUPS.items():
         g = plan.FULL[group]
         for label, slug, flags in arms:
             for seed in g["seeds"]:
                 j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
                 argv = j["argv"]
-                assert argv[argv.index("--task") + 1] == g["task"] == ("code" if group == "code" else "maze")
+                assert argv[argv.index("--task") + 1] == g["task"] == ("code" if "code" in group else "maze")
                 assert argv[argv.index("--steps") + 1] == str(g["steps"])
                 assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
                 assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
-                first = group in ("main", "code") and seed == 0 and slug in ("grpo", "vpo")
+                first = group in ("main", "code", "code_v1") and seed == 0 and slug in ("grpo", "vpo")
                 assert ("--no_base_eval" not in argv) == first
                 assert "--keep_eval_ckpts" in argv and "--warm_start" not in argv  # the default base for all
     assert plan.FULL["main"]["steps"] == 1000 and plan.FULL["main"]["eval_every"] == 250
@@ -107,20 +112,21 @@ def test_the_job_list_is_the_plan():
     order = [(j["group"], j["seed"]) for j in jobs]
     assert order[:6] == [("main", 0)] * 2 + [("main", 1)] * 2 + [("main", 2)] * 2
     assert order[6:8] == [("baselines", 0)] * 2
-    assert order[12:] == [("code", 0)] * 3 + [("code", 1)] * 3 + [("code", 2)] * 3
+    assert order[12:24] == [("code", 0)] * 4 + [("code", 1)] * 4 + [("code", 2)] * 4
 
 
 def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
     """A clone holds only the small files of finished runs (no checkpoints): those runs are not trained again."""
+    from results import search_jobs
     cfg = plan.QUICK
     for j in plan.jobs_of(cfg):
-        d = tmp_path / "runs" / j["task"] / j["name"]
+        d = tmp_path / "runs" / j["dir"] / j["name"]
         d.mkdir(parents=True)
         (d / "summary.json").write_text("{}")
     # the code runs' search jobs need their checkpoints: without them, they are reported, not crashed on
     failed = reproduce.run_all(cfg, str(tmp_path), jobs=1)
-    assert failed[:4] == ["screen-grpo-s0", "screen-grpo-s1", "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
-    from results import search_jobs
+    assert failed[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
+                          "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
     for j in search_jobs.pending(cfg, str(tmp_path)):  # committed search files: nothing left to do
         search_jobs.write_json(j["makes"], {})
     assert reproduce.run_all(cfg, str(tmp_path), jobs=1) == []
@@ -185,14 +191,22 @@ def test_quick_runs_the_code_comparison_and_its_search(quick):
     the evolutionary search and plain sampling from every searched checkpoint; results.md reports them."""
     from results import search_jobs
     cfg = plan.QUICK
+    chunks = search_jobs.chunks(cfg["search"])
+    assert chunks == [(0, 0, 1), (1, 1, 2)]                             # one problem per chunk in the quick plan
     for slug in cfg["search"]["arms"]:
         for seed in cfg["code"]["seeds"]:
-            for kind in ("screen", "evolve", "sample"):
-                assert os.path.isfile(search_jobs.path_of(str(quick), kind, slug, seed)), (kind, slug, seed)
-    hard = json.loads((quick / "runs" / "code" / "search" / "hard.json").read_text())
+            assert os.path.isfile(search_jobs.path_of(str(quick), cfg, "search", "screen", slug, seed))
+            for kind in ("evolve", "sample"):
+                for c, _, _ in chunks:
+                    path = search_jobs.path_of(str(quick), cfg, "search", kind, slug, seed, c)
+                    assert os.path.isfile(path) and path.endswith(f"{kind}-{slug}-s{seed}-c{c}.json"), path
+    hard = json.loads((quick / "runs" / "code-v2" / "search" / "hard.json").read_text())
     assert len(hard["problems"]) == cfg["search"]["problems"]
-    evolve = json.loads(open(search_jobs.path_of(str(quick), "evolve", "vpo", 0)).read())
-    assert evolve["problems"] == hard["problems"] and evolve["m"] == 3
+    found, _ = search_jobs.read_searches(cfg, str(quick))
+    evolve = found["evolve"]["vpo"][0]                                  # seed 0's two chunks, joined
+    assert evolve["problems"] == hard["problems"] and evolve["m"] == 3 and evolve["rl_seed"] == 0
+    second = json.loads(open(search_jobs.path_of(str(quick), cfg, "search", "evolve", "vpo", 0, 1)).read())
+    assert second["seed"] == cfg["search"]["seed"] + 1 and second["problems"] == hard["problems"][1:]
     assert all(r["used"] <= cfg["search"]["budget"] for r in evolve["results"])
     text = (quick / "results.md").read_text()
     assert "## Code (calibrated task)" in text and "### Evolutionary search" in text
@@ -221,12 +235,16 @@ def test_search_jobs_wait_for_the_files_they_need(tmp_path):
     cfg = plan.QUICK
     jobs = search_jobs.pending(cfg, str(tmp_path))
     names = [j["name"] for j in jobs]
-    assert names[:4] == ["screen-grpo-s0", "screen-grpo-s1", "screen-vpo-s0", "screen-vpo-s1"] and names[4] == "hard"
-    assert len(names) == 4 + 1 + 8
+    assert names[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
+                         "screen-vpo-s0", "screen-vpo-s1"] and names[6] == "hard"
+    assert len(names) == 6 + 1 + 2 * 6 * 2                              # (evolve, sample) x 6 checkpoints x 2 chunks
+    assert names[7:9] == ["evolve-grpo-s0-c0", "evolve-grpo-s0-c1"]
     hard = next(j for j in jobs if j["name"] == "hard")
-    assert hard["needs"] == [j["makes"] for j in jobs[:4]]
-    assert all(j["needs"] == [hard["makes"]] for j in jobs[5:])
-    run = tmp_path / "runs" / "code" / "grpo-s0"
+    assert hard["needs"] == [j["makes"] for j in jobs[:6]]
+    assert all(j["needs"] == [hard["makes"]] for j in jobs[7:])
+    assert search_jobs.pending({**cfg, "search": {**cfg["search"], "group": "code_v1"},
+                                "code_v1": {**cfg["code"], "frozen": "e29cbc8"}}, str(tmp_path)) == []
+    run = tmp_path / "runs" / "code-v2" / "grpo-s0"
     assert jobs[0]["needs"] == [str(run / "summary.json"), str(run / "ckpt.pt")]
     search_jobs.write_json(jobs[0]["makes"], {})
     assert "screen-grpo-s0" not in [j["name"] for j in search_jobs.pending(cfg, str(tmp_path))]
