@@ -176,6 +176,42 @@ def solved_only_by(a, b):
     return sorted(union_a - union_b), sorted(union_b - union_a), sorted(union_a & union_b)
 
 
+def discordant_test(a, b):
+    """Two-sided exact sign test of the solved-by-one-method-only counts (results/PLAN_CODE.md v2, "The deciding
+    test"). a: problems some run of method A solves and no run of B does, b: the reverse, n = a + b. Swapping the
+    labels of A's and B's runs on each problem independently (the permutation test over problems, under the null
+    that on every problem the two methods are exchangeable) sends each discordant problem to A or to B with
+    probability 1/2: p = min(1, 2 P(X >= max(a, b))), X ~ Binomial(n, 1/2); 1 when n = 0."""
+    n = a + b
+    tail = sum(math.comb(n, i) for i in range(max(a, b), n + 1)) / 2 ** n
+    return min(1.0, 2 * tail) if n else 1.0
+
+
+def holm(pvalues, alpha=0.05):
+    """Holm's step-down rule: which hypotheses are rejected at familywise level alpha (in the order given)."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    rejected = [False] * len(pvalues)
+    for rank, i in enumerate(order):
+        if pvalues[i] > alpha / (len(pvalues) - rank):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def bootstrap_difference(a, b, problems, resamples=10_000, seed=0, level=0.95):
+    """Interval of the difference in problems solved per run, mean over A's runs minus mean over B's, resampling
+    the problems with replacement (the runs of a method keep their pairing through the problem drawn).
+    a, b: one collection of solved problem ids per run; problems: every problem id searched.
+    -> (difference, low, high)."""
+    ids = list(problems)
+    solved = lambda runs: np.array([[p in set(r) for p in ids] for r in runs], float).mean(0)  # noqa: E731
+    per_problem = solved(a) - solved(b)                            # (P,) mean-over-runs difference per problem
+    draws = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
+    totals = per_problem[draws].sum(1)
+    tail = (1 - level) / 2
+    return float(per_problem.sum()), float(np.quantile(totals, tail)), float(np.quantile(totals, 1 - tail))
+
+
 def min_budget(m, unit="answers", parents_per_round=8):
     """The smallest budget evolve accepts: one initial sample and one round of children."""
     return (m if unit == "answers" else 1) * (1 + parents_per_round)

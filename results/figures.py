@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from results.plan import KS, at_step, base_metrics, eval_steps, finished_runs, value
+from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, eval_steps, finished_runs, value
 from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
@@ -122,26 +122,27 @@ def route_answers(cfg, out, main):
     return result
 
 
-def code_answers(cfg, out, code):
-    """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first 32
-    held-out problems (cfg["code_answer_problems"] where the plan sets it), 12 answers each (12 rollouts of one, or
-    4 of three), T = 0.7, fixed seeds: what the models write. Sampled once per run and cached in
-    out/answers_code.json (a clone without the weights keeps what the cache holds)."""
+def code_answers(cfg, out, code, group="code"):
+    """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first held-out
+    problems (the group's "answer_problems"), 12 answers each (12 rollouts of one, or 4 of three), T = 0.7, fixed
+    seeds: what the models write. Sampled once per run and cached in the group's "answers" file under out (a clone
+    without the weights keeps what the cache holds)."""
     import torch
 
     from model import load_checkpoint
     from runs.seeding import step_seed
     from sample import rollout
-    path = os.path.join(out, "answers_code.json")
+    g = cfg[group]
+    path = os.path.join(out, g["answers"])
     cache = json.load(open(path)) if os.path.isfile(path) else {}
     runs = [(f"{r['slug']}-s{r['seed']}", r["summary"]["metrics"]["m"], os.path.join(r["dir"], "ckpt.pt"))
             for rs in code.values() for r in rs]
     if runs:
         first = next(iter(code.values()))[0]
-        base = os.path.join(out, "runs", "code", "base", *first["summary"]["init"].split(os.sep)[-2:])
+        base = os.path.join(out, "runs", g["dir"], "base", *first["summary"]["init"].split(os.sep)[-2:])
         runs += [("base-m1", 1, base), ("base-m3", 3, base)]
-    task = get_task("code")
-    problems = task.problems("test", cfg.get("code_answer_problems", 32), seed=0)
+    task = code_task(cfg, group)
+    problems = task.problems("test", g["answer_problems"], seed=0)
     changed = False
     for name, m, ckpt in runs:
         if name in cache or not os.path.isfile(ckpt):
@@ -156,6 +157,7 @@ def code_answers(cfg, out, code):
         changed = True
     if changed:
         cache["targets"] = [[p.target, p.family] for p in problems]
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as f:
             json.dump(cache, f, indent=1)
     return cache
@@ -284,6 +286,32 @@ def search_figure(found, budgets, path, suptitle, colours=None):
     _save(fig, axes[0], path, suptitle)
 
 
+def code_figures(cfg, out, group, key):
+    """The figures of one code plan (its group's runs and its search), named by the group's "files" tag."""
+    code = finished_runs(cfg, out, group) if group in cfg else {}
+    names, tag = [], cfg.get(group, {}).get("files", "code")
+    title = "code" if not cfg.get(group, {}).get("frozen") else "code, plan v1 (superseded)"
+    if code:
+        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
+        for metric, name, what in (("pass@k", f"pass_at_k_steps_{tag}.png", "pass@k over whole rollouts"),
+                                   ("pooled_pass@k", f"pooled_pass_at_k_steps_{tag}.png", "pooled pass@k"),
+                                   ("best@k", f"best_at_k_steps_{tag}.png",
+                                    "best@k (tests passed) over whole rollouts")):
+            steps_figure(code, bases, os.path.join(out, name), f"{title}: {what} at each evaluation step "
+                         "(held-out problems, mean ± std over seeds)", key=metric)
+            names.append(name)
+        training_figure(code, os.path.join(out, f"training_{tag}.png"), f"{title}: training curves (mean over seeds)")
+        names.append(f"training_{tag}.png")
+    from results.search_jobs import read_searches
+    found, hard = read_searches(cfg, out, key)
+    if hard and any(found.values()):
+        search_figure(found, list(cfg[key]["budgets"]), os.path.join(out, f"search_{tag}.png"),
+                      f"{title}: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
+                      "problems", colours={"grpo": "C0", "grpo_matched": "C1", "vpo": "C2"})
+        names.append(f"search_{tag}.png")
+    return names
+
+
 def write_figures(cfg, out, runs):
     """Every figure results.md links (and the README shows). -> their file names."""
     names = []
@@ -308,24 +336,8 @@ def write_figures(cfg, out, runs):
         if data:
             routes_figure(data, os.path.join(out, "routes_maze.png"))
             names.append("routes_maze.png")
-    code = finished_runs(cfg, out, "code") if "code" in cfg else {}
-    if code:
-        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
-        for key, name, what in (("pass@k", "pass_at_k_steps_code.png", "pass@k over whole rollouts"),
-                                ("pooled_pass@k", "pooled_pass_at_k_steps_code.png", "pooled pass@k"),
-                                ("best@k", "best_at_k_steps_code.png", "best@k (tests passed) over whole rollouts")):
-            steps_figure(code, bases, os.path.join(out, name), f"code: {what} at each evaluation step "
-                         "(held-out problems, mean ± std over seeds)", key=key)
-            names.append(name)
-        training_figure(code, os.path.join(out, "training_code.png"), "code: training curves (mean over seeds)")
-        names.append("training_code.png")
-    from results.search_jobs import read_searches
-    found, hard = read_searches(cfg, out)
-    if hard and any(found.values()):
-        search_figure(found, list(cfg["search"]["budgets"]), os.path.join(out, "search_code.png"),
-                      f"code: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
-                      "problems", colours={"grpo": "C0", "vpo": "C2"})
-        names.append("search_code.png")
+    for group, key in CODE_PLANS:
+        names += code_figures(cfg, out, group, key)
     pilot = os.path.join(out, "pilot")
     logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
             (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))

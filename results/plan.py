@@ -18,7 +18,9 @@ FULL = {
     "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
     # the code comparison, v2 (results/PLAN_CODE.md): GRPO, matched GRPO, Multi-RLVR and VPO, the default code base
-    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125},
+    # (files: the tag of its figures; answers: what its models write, cached; answer_problems: on how many problems)
+    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
+             "files": "code_v2", "answers": "runs/code-v2/answers_code.json", "answer_problems": 64},
     # evolutionary search from the final GRPO, matched-GRPO and VPO weights (results/search_jobs.py), in chunks of
     # 32 problems (chunk c with search seed seed + c)
     "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512, "answers": 48,
@@ -26,8 +28,9 @@ FULL = {
                "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
     # v1 of the code plan, superseded: ran at commit e29cbc8 on the shown inputs of inputs=random; its committed
     # files are reported, never rerun from here ("frozen": the commit that reproduces them)
-    "code_v1": {"task": "code", "dir": "code", "task_opt": ["inputs=random"], "seeds": [0, 1, 2], "steps": 500,
-                "eval_every": 125, "frozen": "e29cbc8"},
+    # (its test problems as that commit's generator drew them: runs/code/problems.json)
+    "code_v1": {"task": "code", "dir": "code", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
+                "frozen": "e29cbc8", "files": "code", "answers": "answers_code.json", "answer_problems": 32},
     "search_v1": {"group": "code_v1", "arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48,
                   "problems": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
                   "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"),)},
@@ -37,7 +40,8 @@ FULL = {
 QUICK = {
     "main": {"task": "maze", "seeds": [0, 1], "steps": 4, "eval_every": 1},
     "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
-    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1], "steps": 4, "eval_every": 2},
+    "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1], "steps": 4, "eval_every": 2, "files": "code_v2",
+             "answers": "runs/code-v2/answers_code.json", "answer_problems": 32},
     "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
                "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
                "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
@@ -55,6 +59,27 @@ CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
 CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
 GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1}
 MAZE, CODE_PART = ("main", "baselines"), ("code",)   # reproduce.py --part maze | code
+CODE_PLANS = (("code", "search"), ("code_v1", "search_v1"))   # (runs, their search) as results.md reports them
+
+
+def code_task(cfg, group):
+    """The code task with the options of a plan group."""
+    from runs.cli import parse_task_options
+    from tasks import get_task
+    return get_task("code", **parse_task_options(cfg[group].get("task_opt", [])))
+
+
+def code_problems(cfg, out, group, n):
+    """The first n test problems (seed 0) of a plan group's runs: drawn by its task, or, for a frozen group (whose
+    generator has changed since), read from the runs/DIR/problems.json that its commit's generator wrote."""
+    if not cfg[group].get("frozen"):
+        return code_task(cfg, group).problems("test", n, seed=0)
+    from tasks.code import CodeProblem
+    rows = read_json(os.path.join(out, "runs", cfg[group]["dir"], "problems.json"))["problems"]
+    if n > len(rows):
+        raise ValueError(f"{group}: {n} problems asked, {len(rows)} kept")
+    return [CodeProblem(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}, rewrites=(), partials=())
+            for row in rows[:n]]
 
 
 def jobs_of(cfg):

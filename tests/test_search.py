@@ -220,3 +220,41 @@ def test_evolve_refuses_a_budget_below_one_round():
     assert search.min_budget(3, "answers") == 27 and search.min_budget(3, "samples") == 9
     with pytest.raises(ValueError, match="below one round"):
         search.evolve(tiny_model(), task, problems, 3, 26, "answers")
+
+
+def test_discordant_test_by_hand_and_against_the_permutation_it_stands_for():
+    """Hand values: 9 : 1 -> 2 * 11 / 1024; 5 : 3 -> 2 * 93 / 256 = 0.7265625; 0 : 0 -> 1; 6 : 0 -> 2 / 64. And the
+    p-value equals the brute-force permutation test that swaps the method labels on each discordant problem."""
+    assert search.discordant_test(9, 1) == pytest.approx(2 * 11 / 1024)
+    assert search.discordant_test(1, 9) == search.discordant_test(9, 1)
+    assert search.discordant_test(5, 3) == pytest.approx(0.7265625)
+    assert search.discordant_test(0, 0) == 1.0 and search.discordant_test(2, 2) == 1.0
+    assert search.discordant_test(6, 0) == pytest.approx(2 / 64)
+    for a, b in [(4, 1), (7, 2), (3, 3), (0, 5)]:
+        n, observed = a + b, abs(a - b)
+        flips = list(itertools.product((1, -1), repeat=n))   # each discordant problem counted for A (+1) or B (-1)
+        brute = sum(abs(sum(f)) >= observed for f in flips) / len(flips)
+        assert search.discordant_test(a, b) == pytest.approx(brute), (a, b)
+
+
+def test_holm_steps_down_from_the_smallest_p():
+    assert search.holm([0.02, 0.04]) == [True, True]        # 0.02 <= 0.025, then 0.04 <= 0.05
+    assert search.holm([0.04, 0.02]) == [True, True]
+    assert search.holm([0.03, 0.04]) == [False, False]      # the smallest already fails 0.025
+    assert search.holm([0.001, 0.2]) == [True, False]
+    assert search.holm([]) == []
+
+
+def test_bootstrap_difference_resamples_problems():
+    """Two runs per method on problems 1..4: A's runs solve {1, 2} and {1}, B's {1} and {}: per problem the mean
+    difference is (0.5, 0.5, 0, 0), summing to 1. The interval is that of the brute-force resampling with the same
+    draws; a difference the same on every problem gives a point interval."""
+    a, b, problems = [{1, 2}, {1}], [{1}, set()], [1, 2, 3, 4]
+    diff, low, high = search.bootstrap_difference(a, b, problems, resamples=2000, seed=3)
+    assert diff == pytest.approx(1.0)
+    draws = np.random.default_rng(3).integers(0, 4, size=(2000, 4))
+    per = {0: 0.5, 1: 0.5, 2: 0.0, 3: 0.0}
+    totals = [sum(per[i] for i in row) for row in draws]
+    assert (low, high) == pytest.approx((np.quantile(totals, 0.025), np.quantile(totals, 0.975)))
+    assert low <= diff <= high and low < high
+    assert search.bootstrap_difference([{1, 2}], [set()], [1, 2], resamples=50) == (2.0, 2.0, 2.0)
