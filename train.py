@@ -96,6 +96,9 @@ def get_parser():
     a.add_argument("--num_answers", type=COUNT, default=3, help="m: answers per rollout of the set methods")
     a.add_argument("--match_budget", action="store_true",
                    help=f"single-answer methods get m x G rollouts ({readers('match_budget')})")
+    a.add_argument("--reward_geometry", default="", metavar="KIND=VALUE",
+                   help="the reward vector the vector methods see, w*ᵀr unchanged: collinear=RHO (0 <= RHO < 1), "
+                        f"merge=A+B[,C+D], repeat=A, with the task's dimension names ({readers('reward_geometry')})")
     a.add_argument("--num_weights", type=COUNT, default=100,
                    help=f"N: weight draws per prompt of the set reward ({readers('num_weights')}); the logged "
                         f"set_reward uses the same {LOG_WEIGHTS} fixed Dir(1) draws for every run")
@@ -138,6 +141,7 @@ class RLConfig:
     group_size: int = 8                        # G rollouts per prompt (x m with match_budget, single-answer)
     num_answers: int = 3                       # m answers per rollout of the set methods
     match_budget: bool = False
+    reward_geometry: str = ""                  # vpo.parse_geometry's spec ("": the task's vector)
     num_weights: int = 100                     # N weight draws per prompt (VPO)
     alpha: float = 1.0                         # Dirichlet concentration
     weight_sampler: str = "iid"
@@ -173,7 +177,8 @@ def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, de
     mine = dist.shard_groups(B, M)                                                   # all B in one process
     problems = task.problems("train", B, seed=step_seed(cfg.seed, 3, step))
     problems = [problems[b] for b in mine]
-    w = method_weights(method.weights, cfg, step, task.dim)    # VPO's N per prompt, or one, or None (vpo.METHODS)
+    geometry = vpo.parse_geometry(cfg.reward_geometry, task.objectives, task.deploy_weights)   # checked up front
+    w = method_weights(method.weights, cfg, step, geometry.dim(task.dim))  # VPO's N per prompt, one, or None
     seeds = [step_seed(cfg.seed, 4, step, b) for b in mine]                          # prompt b's sampling stream
     model.eval()
     gen, prompts, texts, rewards, mask = rollout(model, task, problems, m, G, cfg.temperature, seeds=seeds, amp=amp,
@@ -181,8 +186,10 @@ def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, de
     model.train()
     # 2. rewards r(y) (B, G, m, D) and the valid answers (B, G, m), of the whole batch
     all_rewards, all_mask = dist.gather_groups(rewards, B, M), dist.gather_groups(mask, B, M)
-    # 3. the advantage: one scalar per rollout, A (B, G), from the score s (B, G) the method normalizes
-    adv, scores = method.advantages(all_rewards, all_mask, task.deploy_weights, w, cfg)
+    # 3. the advantage: one scalar per rollout, A (B, G), from the score s (B, G) the method normalizes, on the
+    #    vector the method sees (with --reward_geometry reshaped, w*ᵀr unchanged; the logs keep the task's)
+    seen, w_star = geometry.apply(all_rewards, task.deploy_weights)
+    adv, scores = method.advantages(seen, all_mask, w_star, w, cfg)
     adv = adv[mine].to(device).reshape(-1)                                           # this process's rows (R,)
     # 4. one PPO epoch of vpo.policy_loss over the tokens the policy sampled (not the separators the sampler
     #    forced), each prompt encoded once (pack_shared); rows are prompt-major, so a minibatch holds whole prompts

@@ -84,6 +84,10 @@ def check_method(args, task):
         args.warm_start = "routes" if "routes" in task.demo_styles else "diverse"
     if args.warm_start not in task.demo_styles:
         raise UsageError(f"--warm_start {args.warm_start}: task {args.task} has {', '.join(task.demo_styles)}")
+    try:
+        vpo.parse_geometry(args.reward_geometry, task.objectives, task.deploy_weights)
+    except ValueError as e:
+        raise UsageError(f"--reward_geometry {e}") from None
     method = vpo.METHODS.get(args.algo)
     if method is not None and method.weights is not None and task.dim < 2:
         raise UsageError(f"--algo {args.algo} draws weight vectors over the reward dimensions; task {args.task} "

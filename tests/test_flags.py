@@ -14,10 +14,10 @@ from runs.seeding import prompt_weights
 
 # a value other than the default for each option (sobol draws Dir(1) only, so alpha's value is tested with iid)
 OTHER = {"scale": "batch", "num_weights": 7, "alpha": 0.3, "weight_sampler": "sobol", "max_at_k": 3,
-         "match_budget": True}
+         "match_budget": True, "reward_geometry": "collinear=0.5"}
 ARGV = {"scale": ["--scale", "batch"], "num_weights": ["--num_weights", "7"], "alpha": ["--alpha", "0.3"],
         "weight_sampler": ["--weight_sampler", "sobol"], "max_at_k": ["--max_at_k", "3"],
-        "match_budget": ["--match_budget"]}
+        "match_budget": ["--match_budget"], "reward_geometry": ["--reward_geometry", "collinear=0.5"]}
 READ = [(algo, opt) for algo, method in vpo.METHODS.items() for opt in vpo.OPTIONS if opt in method.options]
 UNREAD = [(algo, opt) for algo in ("sft",) + tuple(vpo.METHODS) for opt in vpo.OPTIONS
           if (algo, opt) not in READ]
@@ -45,8 +45,11 @@ def what_the_method_computes(algo, cfg):
     g = torch.Generator().manual_seed(0)
     rewards = torch.rand((4, 8, m, 3), generator=g).round(decimals=1)
     mask = torch.rand((4, 8, m), generator=g) > 0.2
-    w = train.method_weights(method.weights, cfg, 5, 3)
-    adv, _ = method.advantages(rewards, mask, torch.full((3,), 1 / 3), w, cfg)
+    w_star = torch.full((3,), 1 / 3).numpy()
+    geometry = vpo.parse_geometry(cfg.reward_geometry, ["a", "b", "c"], w_star)
+    w = train.method_weights(method.weights, cfg, 5, geometry.dim(3))
+    seen, w_seen = geometry.apply(rewards, w_star)
+    adv, _ = method.advantages(seen, mask, w_seen, w, cfg)
     return G, adv
 
 

@@ -1,0 +1,108 @@
+"""--reward_geometry (vpo.Geometry): the vector the vector methods see is reshaped, the deployment scalar w*ᵀr is
+not, on every task; by hand, on random vectors, and in a whole run (none and collinear=0 are the same run)."""
+import numpy as np
+import pytest
+import torch
+
+import train
+import vpo
+from tasks import get_task
+
+W4 = np.full(4, 0.25)
+MAZE = ["exit", "gold", "diamonds", "no_lava"]
+
+
+def test_the_three_reshapings_by_hand():
+    r = torch.tensor([[1.0, 0.5, 0.0, 1.0]])
+    # merge gold+diamonds: one item dimension (0.25 * 0.5 + 0.25 * 0) / 0.5 = 0.25, weight 0.5, at gold's place
+    seen, w = vpo.parse_geometry("merge=gold+diamonds", MAZE, W4).apply(r, W4)
+    assert seen.tolist() == [[1.0, 0.25, 1.0]] and w.tolist() == [0.25, 0.5, 0.25]
+    # repeat exit: exit's copy last, both copies at half exit's weight
+    seen, w = vpo.parse_geometry("repeat=exit", MAZE, W4).apply(r, W4)
+    assert seen.tolist() == [[1.0, 0.5, 0.0, 1.0, 1.0]] and w.tolist() == [0.125, 0.25, 0.25, 0.25, 0.125]
+    # collinear 0.5: w*ᵀr = 0.625; r_rho = 0.5 r + 0.5 * 0.625
+    seen, w = vpo.parse_geometry("collinear=0.5", MAZE, W4).apply(r, W4)
+    assert seen.tolist() == [[0.8125, 0.5625, 0.3125, 0.8125]] and w.tolist() == W4.tolist()
+    # two merged groups, unequal weights: (0.1 * 1 + 0.3 * 0.5) / 0.4 and (0.2 * 0 + 0.4 * 1) / 0.6
+    w_star = np.array([0.1, 0.3, 0.2, 0.4])
+    geometry = vpo.parse_geometry("merge=exit+gold,diamonds+no_lava", MAZE, w_star)
+    seen, w = geometry.apply(r, w_star)
+    assert geometry.dim(4) == 2 and np.allclose(w, [0.4, 0.6])
+    assert torch.allclose(seen, torch.tensor([[0.625, 0.4 / 0.6]]))
+
+
+def test_none_and_rho_zero_are_the_vector_itself():
+    r = torch.rand(2, 3, 1, 4)
+    for spec in ("", "collinear=0", "collinear=0.0"):
+        geometry = vpo.parse_geometry(spec, MAZE, W4)
+        assert geometry.identity and geometry.dim(4) == 4
+        seen, w = geometry.apply(r, W4)
+        assert seen is r and w is W4
+
+
+@pytest.mark.parametrize("name", ["toy", "maze", "code"])
+def test_the_deployment_scalar_is_unchanged_on_every_task(name):
+    task = get_task(name)
+    names, w_star = task.objectives, task.deploy_weights
+    specs = ["collinear=0.5", "collinear=0.95", f"repeat={names[0]}", f"repeat={names[-1]}"]
+    if len(names) >= 3:
+        specs += [f"merge={names[1]}+{names[2]}", f"merge={names[0]}+{names[-1]}"]
+    if len(names) >= 8:   # code: the tests grouped in fours, and in pairs
+        specs += ["merge=" + ",".join("+".join(names[i:i + 4]) for i in (0, 4)),
+                  "merge=" + ",".join("+".join(names[i:i + 2]) for i in range(0, 8, 2))]
+    r = torch.rand((5, 4, 3, len(names)), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    scalar = r @ torch.as_tensor(w_star, dtype=torch.float64)
+    for spec in specs:
+        geometry = vpo.parse_geometry(spec, names, w_star)
+        seen, w = geometry.apply(r, w_star)
+        assert seen.shape == r.shape[:-1] + (geometry.dim(len(names)),), spec
+        assert torch.allclose(seen @ torch.as_tensor(w, dtype=torch.float64), scalar), spec
+        assert abs(w.sum() - w_star.sum()) < 1e-12, spec
+
+
+@pytest.mark.parametrize("spec,says", [
+    ("collinear=1", "[0, 1)"), ("collinear=-0.1", "[0, 1)"), ("collinear=x", "a number"),
+    ("merge=gold+rubies", "no reward dimension 'rubies'"), ("merge=gold", "two or more"),
+    ("merge=gold+diamonds,diamonds+exit", "none in two groups"), ("merge=exit+gold+diamonds+no_lava", "fewer than two"),
+    ("repeat=lava", "no reward dimension 'lava'"), ("rotate=1", "expected collinear"), ("collinear", "expected")])
+def test_bad_geometry_is_one_line_and_exit_2(tmp_path, capsys, spec, says):
+    argv = ["--task", "maze", "--algo", "vpo", "--reward_geometry", spec, "--out_dir", str(tmp_path / "out"), "--quiet"]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --reward_geometry") and "\n" not in err and says in err, err
+    assert not (tmp_path / "out").exists()                                # nothing written
+
+
+TINY = ["--task", "toy", "--algo", "vpo", "--sft_steps", "4", "--steps", "2", "--eval_every", "0", "--n_layer", "1",
+        "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4", "--sft_batch_size", "8",
+        "--eval_problems", "2", "--eval_answers", "48", "--no_base_eval", "--quiet"]
+
+
+def weights_after(tmp_path, name, *extra):
+    assert train.main(TINY + ["--out_dir", str(tmp_path), "--run_name", name, *extra]) == 0
+    return torch.load(tmp_path / name / "ckpt.pt", weights_only=True)["model"]
+
+
+def test_a_run_with_rho_zero_is_the_run_without_the_option(tmp_path):
+    plain = weights_after(tmp_path, "plain")
+    zero = weights_after(tmp_path, "zero", "--reward_geometry", "collinear=0")
+    assert all(torch.equal(plain[k], zero[k]) for k in plain)
+
+
+def test_the_step_gives_the_method_the_reshaped_vector_and_draws_weights_over_it(tmp_path, monkeypatch):
+    """rl_step hands the method Geometry.apply of the task's rewards and w ~ Dir over D' dimensions (the tiny
+    run's rewards are all zero, so a whole-run comparison could not tell; this records what the method gets)."""
+    import dataclasses
+    seen = []
+    method = vpo.METHODS["vpo"]
+
+    def record(r, a, ws, w, o):
+        seen.append((r.clone(), np.array(ws), w.shape))
+        return method.advantages(r, a, ws, w, o)
+    monkeypatch.setitem(vpo.METHODS, "vpo", dataclasses.replace(method, advantages=record))
+    weights_after(tmp_path, "plain")
+    weights_after(tmp_path, "repeat", "--reward_geometry", "repeat=left")
+    (r0, ws0, wshape0), (r1, ws1, wshape1) = seen[0], seen[2]          # step 0 of each run
+    assert r0.shape[-1] == 2 and wshape0[-1] == 2 and ws0.tolist() == [0.5, 0.5]
+    assert r1.shape[-1] == 3 and wshape1[-1] == 3 and ws1.tolist() == [0.25, 0.5, 0.25]
+    assert torch.equal(r1[..., :2], r0) and torch.equal(r1[..., 2], r0[..., 0])   # same rollouts, left repeated
