@@ -20,6 +20,9 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
 Every answer is sampled in its own room of task.answer_tokens tokens (answer_budget, sample.AnswerBudget).
     pareto_frac    fraction of a pool's valid answers that are Pareto-optimal within the pool  metrics.pareto_metrics
     pareto_distinct  number of distinct Pareto-optimal reward vectors in the pool; dim_means: mean of each r_d
+    dimensions     over the valid answers, within problems: the reward dimensions' mean pairwise correlation
+                   and effective rank (metrics.within_covariance, metrics.dimension_geometry): near 1 and 1, the
+                   vector adds nothing to the scalar (docs/when_vpo_helps.md)
 Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
 problems are split across the processes; the metrics are the same):
     python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt [--device cuda] [--dtype float32]
@@ -34,7 +37,7 @@ import numpy as np
 import torch
 
 import vpo
-from metrics import best_at_k, diversity, expected_best_at_k, pareto_metrics
+from metrics import best_at_k, dimension_geometry, diversity, expected_best_at_k, pareto_metrics, within_covariance
 from runs import dist
 from runs.seeding import step_seed
 from sample import rollout, slot_rewards
@@ -107,7 +110,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             rows["pareto_frac"] = pareto["pareto_frac"]
             rows["pareto_distinct"] = pareto["pareto_distinct"]
             pool = r[a].numpy() if start + i < num_pools else None
-            records.append((start + i, acc, rows, pareto["dim_mean"], int(solved.sum()), pool))
+            records.append((start + i, acc, rows, pareto["dim_mean"], int(solved.sum()), pool, r[a].numpy()))
     model.train(was_training)
     records = sorted(dist.gather_objects(records), key=lambda rec: rec[0])    # every problem, in order
     acc = {key: [rec[1][key] for rec in records] for key in records[0][1]}
@@ -127,6 +130,8 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
     metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
+    # how many directions the reward dimensions span in these answers (within problems): dim_corr, eff_rank
+    metrics["dimensions"] = dimension_geometry(within_covariance([rec[6] for rec in records])[0])
     return metrics, pools
 
 
@@ -147,6 +152,10 @@ def format_table(metrics, label=""):
     lines.append(f"diversity {metrics['diversity']:.3f}  deploy reward {metrics['deploy_reward']:.3f}  "
                  f"distinct {metrics['distinct_rate']:.3f}  valid {metrics['valid_rate']:.3f}  Pareto-optimal "
                  f"{metrics['pareto_frac']:.3f} ({metrics['pareto_distinct']:.1f} distinct)")
+    dims = metrics.get("dimensions")
+    if dims and dims["varying"] >= 2:
+        lines.append(f"reward dimensions (within problems, valid answers): mean pairwise correlation "
+                     f"{dims['dim_corr']:.3f}, effective rank {dims['eff_rank']:.2f} of {dims['varying']} varying")
     lines.append(f"mean reward: {means}  (m={metrics['m']}, {metrics['problems']} problems x "
                  f"{metrics['answers_per_problem']} answers, T={metrics['temperature']}{prompted})")
     return "\n".join(lines)

@@ -22,6 +22,7 @@ diversity and pareto_metrics describe the valid answers only.
 """
 import math
 
+import numpy as np
 import torch
 
 from vpo import check_arg, masked_max  # one place for bad-input errors and the max over valid answers
@@ -158,3 +159,39 @@ def pareto_metrics(reward_vectors, mask=None):
     front = ~covers.any(dim=0)                                                       # (n,) bool
     return {"pareto_frac": float(front.double().mean()), "pareto_distinct": len(torch.unique(r[front], dim=0)),
             "dim_mean": r.mean(dim=0).tolist()}
+
+
+def within_covariance(pools):
+    """The reward dimensions' covariance within problems, pooled: C = sum_p sum_i (r_i - rbar_p)(r_i - rbar_p)^T /
+    sum_p (n_p - 1), over the pools of answers of each problem (a problem's difficulty moves every answer of it
+    alike, and VPO's advantage is normalized within a prompt's group). pools: one (n_p, D) array per problem
+    (pools of fewer than 2 answers add nothing). -> (C (D, D) float64 numpy, degrees of freedom)."""
+    pools = [np.asarray(p, dtype=np.float64) for p in pools]
+    D = next((p.shape[-1] for p in pools if p.ndim == 2), 0)
+    S, dof = np.zeros((D, D)), 0
+    for p in pools:
+        if len(p) >= 2:
+            dev = p - p.mean(0)
+            S += dev.T @ dev
+            dof += len(p) - 1
+    return (S / dof if dof else S), dof
+
+
+def dimension_geometry(cov, eps=1e-12):
+    """How many directions the reward dimensions span, from their covariance (within_covariance): over the
+    dimensions that vary (variance > eps), the correlation matrix R (k, k) ->
+      dim_corr   mean pairwise correlation, the mean of R_ij over i < j (None for fewer than 2 varying dims)
+      eff_rank   participation ratio of R's eigenvalues, (sum λ)^2 / sum λ^2 = k^2 / sum_ij R_ij^2: k for
+                 uncorrelated dimensions, 1 for collinear ones
+      varying    k"""
+    cov = np.asarray(cov, dtype=np.float64)
+    keep = np.diag(cov) > eps
+    k = int(keep.sum())
+    if k == 0:
+        return {"dim_corr": None, "eff_rank": 0.0, "varying": 0}
+    c = cov[np.ix_(keep, keep)]
+    sd = np.sqrt(np.diag(c))
+    R = c / np.outer(sd, sd)
+    off = R[np.triu_indices(k, 1)]
+    return {"dim_corr": float(off.mean()) if k >= 2 else None, "eff_rank": float(k * k / (R ** 2).sum()),
+            "varying": k}

@@ -246,3 +246,30 @@ def test_demo_grpo_takes_the_compromise_vpo_learns_both_corners(one_thread):
         greedy = set(probs.argmax(-1).tolist())                                     # the set it has learned
         assert greedy == ({0, 1, 2} if m == 3 else {0, 1})                          # both corners (+ compromise)
         assert set_objective(probs) == pytest.approx(optimum, abs=0.005)
+
+
+def test_within_covariance_pools_deviations_from_each_problems_mean():
+    """Two problems: {(0, 0), (2, 2)} (mean (1, 1)) and {(5, 1), (5, 3), (5, 5)} (mean (5, 3)), one answer alone
+    adds nothing. Deviations (-1, -1), (1, 1), (0, -2), (0, 0), (0, 2): S = [[2, 2], [2, 10]], dof 1 + 2 = 3."""
+    pools = [np.array([[0, 0], [2, 2]]), np.array([[5, 1], [5, 3], [5, 5]]), np.array([[9, 9]])]
+    cov, dof = metrics.within_covariance(pools)
+    assert dof == 3 and np.allclose(cov, np.array([[2, 2], [2, 10]]) / 3)
+    # brute force: numpy's covariance of the problem-centred answers, rescaled to the pooled degrees of freedom
+    dev = np.concatenate([p - p.mean(0) for p in pools[:2]])
+    assert np.allclose(cov, np.cov(dev.T, ddof=0) * len(dev) / dof)
+
+
+def test_dimension_geometry_by_hand():
+    g = metrics.dimension_geometry(np.eye(3))                                   # uncorrelated
+    assert g == {"dim_corr": 0.0, "eff_rank": 3.0, "varying": 3}
+    g = metrics.dimension_geometry(np.ones((3, 3)) * 4)                         # collinear
+    assert g["dim_corr"] == pytest.approx(1.0) and g["eff_rank"] == pytest.approx(1.0)
+    c = 0.5                                                                     # two dims, correlation c
+    g = metrics.dimension_geometry(np.array([[4.0, c * 2 * 3], [c * 2 * 3, 9.0]]))
+    assert g["dim_corr"] == pytest.approx(c) and g["eff_rank"] == pytest.approx(4 / (2 + 2 * c * c))
+    eig = np.linalg.eigvalsh(np.array([[1, c], [c, 1]]))                        # the participation ratio itself
+    assert g["eff_rank"] == pytest.approx(eig.sum() ** 2 / (eig ** 2).sum())
+    g = metrics.dimension_geometry(np.diag([1.0, 0.0, 2.0]))                    # a constant dimension is left out
+    assert g["varying"] == 2 and g["eff_rank"] == pytest.approx(2.0)
+    assert metrics.dimension_geometry(np.zeros((2, 2))) == {"dim_corr": None, "eff_rank": 0.0, "varying": 0}
+    assert metrics.dimension_geometry(np.diag([0.0, 3.0]))["dim_corr"] is None       # one varying dimension
