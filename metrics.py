@@ -195,3 +195,28 @@ def dimension_geometry(cov, eps=1e-12):
     off = R[np.triu_indices(k, 1)]
     return {"dim_corr": float(off.mean()) if k >= 2 else None, "eff_rank": float(k * k / (R ** 2).sum()),
             "varying": k}
+
+
+def best_vector_at_k(scores, vectors, k, mask=None):
+    """What the best of k answers is made of: E[r(y*)] with y* the answer of highest score among k drawn without
+    replacement from the pool (the authors' pooled draw; ties between equal scores broken uniformly at random).
+    By order statistics: P(the i-th lowest score is the max) = C(i-1, k-1) / C(n, k), shared evenly within a group of
+    equal scores. scores (n,) or (n_rollouts, m) (pooled), vectors (same leading shape, D), mask: valid answers; a
+    masked slot stays in the pool with score 0 and the zero vector. -> (D,) float64 numpy; its w*-weighted sum is
+    pooled best@k when the scores are w*ᵀr."""
+    s, v = _f64(scores).reshape(-1), _f64(vectors).reshape(-1, _f64(vectors).shape[-1])
+    mask = _bool(mask, _f64(scores).shape)
+    if mask is not None:
+        mask = mask.reshape(-1)
+        s, v = s.masked_fill(~mask, 0.0), v.masked_fill(~mask[:, None], 0.0)
+    n = len(s)
+    check_arg(1 <= k <= n, "k", f"in [1, {n}] (the answers in the pool)", k)
+    order = torch.argsort(s, stable=True)
+    s, v = s[order], v[order]
+    i = torch.arange(1, n + 1, dtype=torch.float64)
+    log_p = _log_comb(i.clamp_min(k) - 1, k - 1) - _log_comb(torch.tensor(float(n), dtype=i.dtype), k)
+    p = torch.where(i >= k, log_p.exp(), 0.0)
+    _, group = torch.unique_consecutive(s, return_inverse=True)                     # tie groups along the order
+    mass = torch.zeros(int(group.max()) + 1, dtype=torch.float64).index_add_(0, group, p)
+    size = torch.bincount(group).double()
+    return ((mass / size)[group] @ v).numpy()

@@ -273,3 +273,31 @@ def test_dimension_geometry_by_hand():
     assert g["varying"] == 2 and g["eff_rank"] == pytest.approx(2.0)
     assert metrics.dimension_geometry(np.zeros((2, 2))) == {"dim_corr": None, "eff_rank": 0.0, "varying": 0}
     assert metrics.dimension_geometry(np.diag([0.0, 3.0]))["dim_corr"] is None       # one varying dimension
+
+
+def test_best_vector_at_k_against_every_subset():
+    """Brute force: every k-subset of the pool equally likely, its best score's answers sharing the pick."""
+    g = torch.Generator().manual_seed(0)
+    for n, k, D in [(5, 1, 2), (6, 3, 3), (7, 7, 2), (8, 2, 4)]:
+        scores = torch.randint(0, 3, (n,), generator=g).double()                  # many ties
+        vectors = torch.rand((n, D), generator=g, dtype=torch.float64)
+        want = np.zeros(D)
+        subsets = list(itertools.combinations(range(n), k))
+        for sub in subsets:
+            top = max(scores[list(sub)])
+            best = [i for i in sub if scores[i] == top]
+            want += vectors[best].mean(0).numpy() / len(subsets)
+        got = metrics.best_vector_at_k(scores, vectors, k)
+        assert np.allclose(got, want), (n, k)
+        w = torch.rand(D, generator=g, dtype=torch.float64)            # scored by w^T r, its w-sum is best@k
+        best = metrics.best_vector_at_k(vectors @ w, vectors, k)
+        assert best @ w.numpy() == pytest.approx(metrics.best_at_k(vectors @ w, k, pooled=True))
+
+
+def test_best_vector_at_k_masks_like_the_pooled_best():
+    """A masked slot keeps its place with score 0 and the zero vector: by hand, pool {(1, 0) score 1, masked},
+    k = 1: half the time the masked slot is drawn -> (0.5, 0)."""
+    scores, vectors = torch.tensor([[1.0, 5.0]]), torch.tensor([[[1.0, 0.0], [9.0, 9.0]]])
+    mask = torch.tensor([[True, False]])
+    assert np.allclose(metrics.best_vector_at_k(scores, vectors, 1, mask=mask), [0.5, 0.0])
+    assert np.allclose(metrics.best_vector_at_k(scores, vectors, 2, mask=mask), [1.0, 0.0])

@@ -1,0 +1,45 @@
+"""results/coverage.py: what a maze checkpoint's answers cover, by hand."""
+import numpy as np
+import pytest
+import torch
+
+import train
+from results import coverage
+
+W = np.full(4, 0.25)
+
+
+def test_coverage_by_hand():
+    """Maze 0, two completions of 3 slots: (gold route, safe route, -) and (diamond route, diamond route, lava
+    route); maze 1: one completion, (nothing, safe, safe). Rewards [exit, gold, diamonds, no_lava]."""
+    gold, safe, dia, lava, none = [1, .5, 0, 1], [1, 0, 0, 1], [1, 0, 1, 1], [1, 0, 0, .5], [0, 0, 0, 0]
+    slots = [torch.tensor([[gold, safe, none], [dia, dia, lava]], dtype=torch.float64),
+             torch.tensor([[none, safe, safe]], dtype=torch.float64)]
+    written = [torch.tensor([[True, True, False], [True, True, True]]), torch.tensor([[True, True, True]])]
+    c = coverage.coverage(slots, written, W, ks=(1, 3))
+    # 8 written answers: 7 reach the exit, 1 gold, 2 diamonds, 0 both, 4 no item (2 safe + lava + ... ), 6 lava-free
+    a = c["answers"]
+    assert c["written"] == 8 and a["exit"] == 7 / 8 and a["gold"] == 1 / 8 and a["diamonds"] == 2 / 8
+    assert a["both"] == 0 and a["no item"] == 4 / 8 and a["lava-free"] == 6 / 8
+    p = c["pools"]
+    assert p["gold"] == 0.5 and p["gold and diamonds"] == 0.5 and p["exit"] == 1.0 and p["both"] == 0.0
+    # slot 0: gold, dia, none -> mean exit 2/3, gold 0.5/3, diamonds 1/3; completions with >= 2 written answers: 3,
+    # in >= 2 classes: (gold, safe) yes, (dia, dia, lava-safe-class) yes, (none, safe, safe) yes; in 3: none
+    assert np.allclose(list(c["slots"][0].values()), [2 / 3, .5 / 3, 1 / 3, 2 / 3])
+    assert c["completions_two_classes"] == 1.0 and c["completions_m_classes"] == 0.0
+    # best of all 3 answers of maze 1 (k = 3): safe (score 0.5), so the vector safe; of maze 0's 6 slots (one
+    # masked): a k=3 draw's best is dia unless no dia is drawn: P(no dia in 3 of 6) = C(4,3)/C(6,3) = 0.2
+    b3 = c["best@k"][3]
+    assert b3["exit"] == pytest.approx(1.0) and b3["diamonds"] == pytest.approx(0.8 / 2)
+
+
+def test_coverage_refuses_a_checkpoint_of_another_task(tmp_path, capsys):
+    argv = ["--task", "toy", "--algo", "grpo", "--sft_steps", "2", "--steps", "1", "--eval_every", "0",
+            "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
+            "--sft_batch_size", "8", "--eval_problems", "2", "--eval_answers", "48", "--no_base_eval", "--quiet",
+            "--out_dir", str(tmp_path), "--run_name", "toy"]
+    assert train.main(argv) == 0
+    capsys.readouterr()
+    assert coverage.main(["--ckpt", str(tmp_path / "toy" / "ckpt.pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "maze" in err and "\n" not in err
