@@ -50,9 +50,10 @@ def _has_hidden_tests(task):
 
 @torch.no_grad()
 def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0.7, seed=0, num_weights=256,
-             max_rows=1024, num_pools=4, weights=None, amp=True):
+             max_rows=1024, num_pools=4, weights=None, amp=True, geometry=None):
     """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them. weights: the
-    vector written into goal-conditioned prompts (None: plain prompts). amp: bf16 autocast on CUDA.
+    vector written into goal-conditioned prompts (None: plain prompts). amp: bf16 autocast on CUDA. geometry: a
+    vpo.Geometry the run trained with (--reward_geometry): "dimensions_seen" then describes the vector it saw.
 
     Problem i samples from its own stream (seeded by (seed, i)), so the metrics do not depend on how the problems
     are batched. Under torchrun every rank evaluates its share of the problems (dist.shard) and every rank returns
@@ -132,6 +133,9 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
     # how many directions the reward dimensions span in these answers (within problems): dim_corr, eff_rank
     metrics["dimensions"] = dimension_geometry(within_covariance([rec[6] for rec in records])[0])
+    if geometry is not None and not geometry.identity:
+        seen = [geometry.apply(torch.as_tensor(rec[6]), task.deploy_weights)[0].numpy() for rec in records]
+        metrics["dimensions_seen"] = dimension_geometry(within_covariance(seen)[0])
     return metrics, pools
 
 

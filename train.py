@@ -317,11 +317,16 @@ def train(args, task, model, directory, device, state=None, quiet=False):
     return time.perf_counter() - t_start
 
 
+def geometry_of(args, task):
+    """The run's --reward_geometry as a vpo.Geometry (the evaluation describes the vector the run saw too)."""
+    return vpo.parse_geometry(getattr(args, "reward_geometry", ""), task.objectives, task.deploy_weights)
+
+
 def evaluate_during(args, task, model, directory, device, problems, ks, step):
     """A mid-run evaluation on the held-out problems -> eval.jsonl (and, with --keep_eval_ckpts, the weights)."""
     m = answers_per_rollout(args.algo, args.num_answers)
     metrics, _ = evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature,
-                          weights=eval_weights(args, task), amp=args.dtype != "float32")
+                          weights=eval_weights(args, task), amp=args.dtype != "float32", geometry=geometry_of(args, task))
     if dist.is_main():
         with open(os.path.join(directory, "eval.jsonl"), "a") as f:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
@@ -336,12 +341,12 @@ def finish(args, task, model, directory, seconds, device):
     problems = task.problems("test", args.eval_problems, seed=0)
     t0 = time.perf_counter()
     label = f"{args.algo}{' (matched budget)' if args.match_budget and m == 1 and args.algo != 'sft' else ''}"
-    goal, amp = eval_weights(args, task), args.dtype != "float32"
+    goal, amp, geometry = eval_weights(args, task), args.dtype != "float32", geometry_of(args, task)
     results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal,
-                               amp=amp)}
+                               amp=amp, geometry=geometry)}
     if args.init_path and not args.no_base_eval:  # the same evaluation of the starting point: what did RL change?
         results["base"] = evaluate(load_model(args.init_path, device)[0], task, problems, m, ks, args.eval_answers,
-                                   args.eval_temperature, weights=goal, amp=amp)
+                                   args.eval_temperature, weights=goal, amp=amp, geometry=geometry)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
              "args": vars(args), "processes": dist.world()}

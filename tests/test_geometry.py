@@ -89,6 +89,31 @@ def test_a_run_with_rho_zero_is_the_run_without_the_option(tmp_path):
     assert all(torch.equal(plain[k], zero[k]) for k in plain)
 
 
+def test_the_evaluation_describes_the_vector_the_run_saw():
+    """dimensions: the task's vector; dimensions_seen (with a reshaping): the reshaped one, by hand on two
+    problems of answers whose dims are uncorrelated: collinear 0.95 makes them nearly collinear."""
+    import evaluate
+    from metrics import dimension_geometry, within_covariance
+    task = get_task("maze")
+    pools = [np.array([[1, 0, 0, 1], [1, 1, 0, 0.5], [1, 0, 1, 1], [1, 1, 1, 0.5]], float)] * 2
+    geometry = vpo.parse_geometry("collinear=0.95", MAZE, task.deploy_weights)
+    seen = [geometry.apply(torch.as_tensor(p), task.deploy_weights)[0].numpy() for p in pools]
+    plain, reshaped = (dimension_geometry(within_covariance(x)[0]) for x in (pools, seen))
+    assert plain["varying"] == 3 and reshaped["varying"] == 4 and reshaped["dim_corr"] > 0.9 > plain["dim_corr"]
+    # evaluate reports both for a reshaping, only the task's without one (a tiny random model on the toy task)
+    from model import GPT, GPTConfig
+    toy = get_task("toy")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=32, vocab_size=train.model_config(
+        train.get_parser().parse_args([])).vocab_size, block_size=256))
+    repeat = vpo.parse_geometry("repeat=left", toy.objectives, toy.deploy_weights)
+    problems = toy.problems("test", 2, seed=0)
+    with_geometry, _ = evaluate.evaluate(model, toy, problems, 3, [3], 6, geometry=repeat)
+    without, _ = evaluate.evaluate(model, toy, problems, 3, [3], 6)
+    assert "dimensions_seen" in with_geometry and "dimensions_seen" not in without
+    assert with_geometry["dimensions"] == without["dimensions"]
+
+
 def test_the_step_gives_the_method_the_reshaped_vector_and_draws_weights_over_it(tmp_path, monkeypatch):
     """rl_step hands the method Geometry.apply of the task's rewards and w ~ Dir over D' dimensions (the tiny
     run's rewards are all zero, so a whole-run comparison could not tell; this records what the method gets)."""
