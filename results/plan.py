@@ -34,6 +34,12 @@ FULL = {
     "search_v1": {"group": "code_v1", "arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48,
                   "problems": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
                   "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"),)},
+    # the reviewer's questions on the maze (results/PLAN_REVIEW.md): equal compute, the ablations, the sets' coverage
+    # (v3 rerun with its weights kept), the reward's geometry
+    "matched": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "rerun": {"task": "maze", "dir": "maze-rerun", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "ablations": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "geometry": {"task": "maze", "dir": "maze-geometry", "seeds": [0, 1], "steps": 750, "eval_every": 250},
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
     "route_mazes": 4, "route_answers": 12,
 }
@@ -57,8 +63,19 @@ CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
         ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
         ("VPO", "vpo", ["--algo", "vpo"])]
 CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
-GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1}
+# the reviewer's questions (results/PLAN_REVIEW.md); an arm's seeds: (label, slug, flags, seeds or None for all)
+MATCHED = [("matched GRPO", "grpo_matched", ["--algo", "grpo", "--match_budget"])]
+ABLATIONS = [("random-weight GRPO", "random_weight", ["--algo", "random_weight"]),
+             ("goal-conditioned GRPO", "goal_cond", ["--algo", "goal_cond"], [0]),
+             ("GDPO", "gdpo", ["--algo", "gdpo"], [0]),
+             ("MaxRL", "maxrl", ["--algo", "maxrl"], [0])]
+GEOMETRY = [(f"VPO, {spec}", f"vpo_{slug}", ["--algo", "vpo", "--reward_geometry", spec])
+            for spec, slug in (("collinear=0.5", "rho0.5"), ("collinear=0.8", "rho0.8"), ("collinear=0.95", "rho0.95"),
+                               ("merge=gold+diamonds", "merge_items"), ("repeat=gold", "repeat_gold"))]
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1,
+          "matched": MATCHED, "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code",)   # reproduce.py --part maze | code
+REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
 CODE_PLANS = (("code", "search"), ("code_v1", "search_v1"))   # (runs, their search) as results.md reports them
 
 
@@ -89,8 +106,10 @@ def jobs_of(cfg):
     frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None)."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
-        # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3)
-        first = group in ("main", "code", "code_v1") and seed == g["seeds"][0] and slug in ("grpo", "vpo")
+        # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3); each geometry
+        # setting's first seed evaluates it too (the dimensions it sees)
+        first = seed == g["seeds"][0] and (group in ("main", "code", "code_v1", "rerun") and slug in ("grpo", "vpo")
+                                           or group == "geometry")
         base_eval = [] if first else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
                 str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *g.get("flags", []),
@@ -99,8 +118,8 @@ def jobs_of(cfg):
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
                 "base": (g["task"], "auto"), "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
                 "frozen": g.get("frozen")}
-    return [job(group, label, slug, flags, seed) for group in GROUPS if group in cfg for seed in cfg[group]["seeds"]
-            for label, slug, flags in GROUPS[group]]
+    return [job(group, arm[0], arm[1], arm[2], seed) for group in GROUPS if group in cfg
+            for seed in cfg[group]["seeds"] for arm in GROUPS[group] if len(arm) < 4 or seed in arm[3]]
 
 
 def runs_dir(out, job):
@@ -124,7 +143,7 @@ def read_jsonl_or_empty(path):
 
 def finished_runs(cfg, out, group):
     """{label: [run, ...] over the group's seeds that finished}; run = dict(seed, slug, dir, summary, evals, log)."""
-    runs = {label: [] for label, _, _ in GROUPS[group]}
+    runs = {arm[0]: [] for arm in GROUPS[group]}
     for j in jobs_of(cfg):
         directory = run_dir(out, j)
         if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):

@@ -6,6 +6,7 @@ arm, seed and evaluation, then the tables and figures.
     python -m results.reproduce --quick     # the same jobs on a tiny model, about 1.5 minutes (numbers near zero)
     python -m results.reproduce --report    # only rewrite results.md and the figures from the finished runs
     python -m results.reproduce --part code # only the code comparison and its search (results/PLAN_CODE.md)
+    python -m results.reproduce --part review  # equal compute, ablations, coverage, geometry (results/PLAN_REVIEW.md)
 
 Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is there), every answer in its own room
 (sample.AnswerBudget); the maze arms from the default `routes` warm start:
@@ -34,7 +35,7 @@ import sys
 import time
 
 from results import search_jobs
-from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, jobs_of, run_dir, runs_dir
+from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
 
 
 def base_path(job, out):
@@ -148,8 +149,9 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="output directory (default results/, or results-quick/)")
     ap.add_argument("--jobs", type=COUNT, default=2, help="runs at a time (one torch thread each when > 1)")
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the figures")
-    ap.add_argument("--part", default="all", choices=("all", "maze", "code"),
-                    help="run only the maze plan or only the code comparison and its search (default both)")
+    ap.add_argument("--part", default="all", choices=("all", "maze", "code", "review"),
+                    help="run only the maze plan, the code comparison and its search, or the reviewer's questions "
+                         "(results/PLAN_REVIEW.md; default all)")
     try:
         args = ap.parse_args(argv)
         out = args.out or ("results-quick" if args.quick else "results")
@@ -165,7 +167,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     failed = []
     if not args.report:
-        groups = {"all": None, "maze": MAZE, "code": CODE_PART}[args.part]
+        groups = {"all": None, "maze": MAZE, "code": CODE_PART, "review": REVIEW}[args.part]
         failed = run_all(cfg, out, args.jobs, lambda: write_report(cfg, out, title, figures=False), groups)
     write_report(cfg, out, title, figures=True)
     print(f"reproduce: {time.perf_counter() - t0:.0f} s; results in {out}/results.md"

@@ -90,22 +90,25 @@ def test_a_second_invocation_trains_nothing(quick):
 def test_the_job_list_is_the_plan():
     jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
-    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3
+    # maze v3, code v2, code v1; the reviewer's: matched GRPO x 3, the v3 rerun, random-weight GRPO x 3 and three
+    # ablations x 1, five geometry settings x 2
+    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3 + 3 + 12 + 3 + 3 + 5 * 2
     assert {j["dir"] for j in jobs if j["group"] == "code"} == {"code-v2"}          # v2 beside v1's committed runs
     assert {(j["dir"], j["frozen"]) for j in jobs if j["group"] == "code_v1"} == {("code", "e29cbc8")}
     matched = next(j for j in jobs if j["group"] == "code" and j["slug"] == "grpo_matched")
     assert "--match_budget" in matched["argv"] and matched["argv"][matched["argv"].index("--algo") + 1] == "grpo"
     for group, arms in plan.GROUPS.items():
         g = plan.FULL[group]
-        for label, slug, flags in arms:
-            for seed in g["seeds"]:
+        for label, slug, flags, *only in arms:
+            for seed in (only[0] if only else g["seeds"]):
                 j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
                 argv = j["argv"]
                 assert argv[argv.index("--task") + 1] == g["task"] == ("code" if "code" in group else "maze")
                 assert argv[argv.index("--steps") + 1] == str(g["steps"])
                 assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
                 assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
-                first = group in ("main", "code", "code_v1") and seed == 0 and slug in ("grpo", "vpo")
+                first = seed == 0 and (group in ("main", "code", "code_v1", "rerun") and slug in ("grpo", "vpo")
+                                       or group == "geometry")
                 assert ("--no_base_eval" not in argv) == first
                 assert "--keep_eval_ckpts" in argv and "--warm_start" not in argv  # the default base for all
     assert plan.FULL["main"]["steps"] == 1000 and plan.FULL["main"]["eval_every"] == 250
@@ -114,6 +117,16 @@ def test_the_job_list_is_the_plan():
     assert order[:6] == [("main", 0)] * 2 + [("main", 1)] * 2 + [("main", 2)] * 2
     assert order[6:8] == [("baselines", 0)] * 2
     assert order[12:24] == [("code", 0)] * 4 + [("code", 1)] * 4 + [("code", 2)] * 4
+    # the rerun is v3's runs again (their directory apart, weights kept), the geometry runs VPO with one reshaping
+    rerun = [j for j in jobs if j["group"] == "rerun"]
+    v3 = {j["name"]: j["argv"] for j in jobs if j["group"] in ("main", "baselines")}
+    assert {j["name"]: j["argv"] for j in rerun} == v3 and {j["dir"] for j in rerun} == {"maze-rerun"}
+    geometry = [j for j in jobs if j["group"] == "geometry"]
+    assert {j["argv"][j["argv"].index("--reward_geometry") + 1] for j in geometry} == {
+        "collinear=0.5", "collinear=0.8", "collinear=0.95", "merge=gold+diamonds", "repeat=gold"}
+    assert {j["dir"] for j in geometry} == {"maze-geometry"} and plan.FULL["geometry"]["steps"] == 750
+    assert sorted(j["name"] for j in jobs if j["group"] == "ablations") == [
+        "gdpo-s0", "goal_cond-s0", "maxrl-s0", "random_weight-s0", "random_weight-s1", "random_weight-s2"]
 
 
 def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
