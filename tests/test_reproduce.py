@@ -356,3 +356,12 @@ def test_answer_forms_by_hand():
     # only problem 0 counts (problem 1's target is three levels); vpo's 4 written answers there: 1 three-level,
     # 2 min/max, 1 abs
     assert "| vpo | 4 | 0.25 | 0.25 | 0.00 | 0.00 | 0.50 | 0.00 | 0.00 |" in lines
+
+
+def test_the_review_plans_validation_mazes_are_not_the_evaluated_ones():
+    """results/PLAN_REVIEW.md: early stopping chooses on test-split mazes 64-127 (seed 0); the 64 evaluated are
+    the first 64 of the same draw, and no maze is in both."""
+    task = get_task("maze")
+    drawn = task.problems("test", 128, seed=0)
+    assert drawn[:64] == task.problems("test", 64, seed=0)
+    assert not {p.key for p in drawn[:64]} & {p.key for p in drawn[64:]}
