@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, eval_steps, finished_runs, value
+from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, compute_at, eval_steps, finished_runs, value
 from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
@@ -249,6 +249,28 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
     _save(fig, axes[0][0], path, suptitle)
 
 
+def compute_figure(runs, bases, path, suptitle, ks=(3, 12, 48), key="pooled_best@k"):
+    """Pooled best@k at every evaluation against what it cost: tokens generated (top) and training seconds
+    (bottom) up to that step (plan.compute_at), one line per arm (mean over seeds), the base at 0."""
+    fig, axes = plt.subplots(2, len(ks), figsize=(4.2 * len(ks), 7.0), squeeze=False, sharey="col")
+    for col, k in enumerate(ks):
+        for row, (index, unit) in enumerate(((0, "tokens generated (millions)"), (1, "training seconds"))):
+            ax = axes[row][col]
+            for i, (label, rs) in enumerate(runs.items()):
+                base = bases.get(rs[0]["summary"]["metrics"]["m"])
+                points = [(0.0, value(base, key, k))] if base and value(base, key, k) is not None else []
+                for step in eval_steps(rs):
+                    ms = [(compute_at(r, step)[index], value(at_step(r, step), key, k)) for r in rs if at_step(r, step)]
+                    if ms:
+                        points.append((float(np.mean([x for x, _ in ms])), float(np.mean([y for _, y in ms]))))
+                if points:
+                    x, y = zip(*points)
+                    x = np.array(x) / (1e6 if index == 0 else 1.0)
+                    ax.plot(x, y, marker="o", color=f"C{i}", label=f"{label} ({len(rs)})")
+            _label(ax, f"pooled best@{k}", unit)
+    _save(fig, axes[0][0], path, suptitle)
+
+
 def answer_room_figure(logs, path, suptitle):
     """Written answer slots and mean answer length per RL step (10-step moving average), one line per log:
     VPO before and after every answer got its own room."""
@@ -326,6 +348,10 @@ def write_figures(cfg, out, runs):
         training_figure(runs, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
         names += ["best_at_k_steps_maze.png", "best_at_k_steps_rollouts_maze.png", "over_training_maze.png",
                   "training_maze.png"]
+        costed = {**runs, **finished_runs(cfg, out, "matched")} if "matched" in cfg else runs
+        compute_figure(costed, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "compute_maze.png"),
+                       "maze: held-out pooled best@k against tokens generated and training seconds (mean over seeds)")
+        names.append("compute_maze.png")
         pools = {label: rs[0]["summary"]["pools"] for label, rs in runs.items() if label in ("GRPO", "VPO")}
         if len(pools) == 2:
             plot_scatter(pools, get_task("maze"), os.path.join(out, "scatter_maze.png"),

@@ -180,3 +180,14 @@ def at_step(r, step):
     return next((e for e in r["evals"] if e["step"] == step), None)
 
 
+def compute_at(r, step):
+    """(tokens generated, training seconds) of run r up to an RL step, from its log.jsonl: Σ completion_tokens x
+    the step's rollouts (batch_size x G, G with match_budget as vpo.rollouts_per_prompt), and the cumulative
+    seconds of the last logged step <= step."""
+    import vpo
+    a = r["summary"]["args"]
+    rollouts = a["batch_size"] * vpo.rollouts_per_prompt(a["algo"], a["group_size"], a["num_answers"],
+                                                         a.get("match_budget", False))
+    rows = [row for row in r["log"] if row["step"] <= step]
+    return (sum(row["completion_tokens"] for row in rows) * rollouts, rows[-1]["seconds"] if rows else 0.0)
+
