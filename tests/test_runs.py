@@ -427,7 +427,7 @@ def test_search_honours_temperature_zero(checkpoints, monkeypatch):
 def test_weight_drawing_methods_need_two_reward_dimensions():
     """goal_cond, random_weight and vpo draw w over the D reward dimensions: a task with D = 1 is refused."""
     class OneDim:
-        dim, demo_styles = 1, ("diverse",)
+        dim, demo_styles, objectives, deploy_weights = 1, ("diverse",), ("score",), (1.0,)
     for algo in ("goal_cond", "random_weight", "vpo"):
         args = train.get_parser().parse_args(TINY + ["--algo", algo])
         with pytest.raises(UsageError, match="--algo"):
