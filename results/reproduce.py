@@ -34,7 +34,7 @@ import os
 import sys
 import time
 
-from results import search_jobs
+from results import review_jobs, search_jobs
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
 
 
@@ -70,12 +70,13 @@ def train_job(argv, out_dir, log_path):
 def run_all(cfg, out, jobs=2, report=None, groups=None):
     """Run every job of the plan not yet finished, `jobs` at a time; report() after each finished one.
     A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock).
-    The search jobs of the code comparison (results/search_jobs.py) start when the files they need exist.
+    The search jobs of the code comparison (results/search_jobs.py) and the review's read-back jobs
+    (results/review_jobs.py) start when the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
     train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"]
                   and not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
-    search = search_jobs.pending(cfg, out) if "code" in groups else []
+    search = (search_jobs.pending(cfg, out) if "code" in groups else []) + review_jobs.pending(cfg, out, groups)
     logs = os.path.join(out, "runs", "logs")
     os.makedirs(logs, exist_ok=True)
     bases = {j["base"]: base_path(j, out) for j in train_jobs}
@@ -117,12 +118,12 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
                     break
                 if all(os.path.isfile(p) for p in j["needs"]):
                     search.remove(j)
-                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/search/{j['name']}", flush=True)
+                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
                     running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": None}
             if not running:  # nothing runs and nothing can start: what the search needs failed to appear
                 missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
                 print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "
-                      f"clone holds no checkpoints: train the code runs here first)", flush=True)
+                      f"clone holds no checkpoints: train those runs here first)", flush=True)
                 failed += [j["name"] for j in search]
                 break
             done, _ = cf.wait(running, timeout=10, return_when=cf.FIRST_COMPLETED)  # or a base appearing

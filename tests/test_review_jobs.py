@@ -1,0 +1,75 @@
+"""results/review_jobs.py: the read-back jobs of results/PLAN_REVIEW.md, by hand."""
+import json
+import os
+
+from results import plan, review_jobs
+from results.search_jobs import write_json
+
+
+def test_early_stopping_takes_the_best_validation_step_and_the_earlier_on_ties():
+    v = {"pooled_best@k": {"250": {"48": 0.61}, "500": {"48": 0.64}, "750": {"48": 0.64}, "1000": {"48": 0.55}}}
+    assert review_jobs.stop_step(v) == 500
+    v["pooled_best@k"]["1000"]["48"] = 0.65
+    assert review_jobs.stop_step(v) == 1000
+
+
+def test_first_difference_by_hand(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    a.write_text('{"step": 1}\n{"step": 2, "x": 1}\n')
+    b.write_text('{"step": 1}\n{"step": 2, "x": 2}\n')
+    c.write_text('{"step": 1}\n')
+    assert review_jobs.first_difference(a, a) is None
+    assert review_jobs.first_difference(a, b) == [2, '{"step": 2, "x": 1}', '{"step": 2, "x": 2}']
+    assert review_jobs.first_difference(c, a) == [2, "(shorter)", "(longer)"]
+
+
+def test_the_read_back_jobs_wait_for_their_runs(tmp_path):
+    """Coverage for every run of rerun, matched and ablations; validation for the GRPO-like ones, needing every
+    kept evaluation's weights; one comparison of the rerun against v3's files, needing all of them."""
+    out = str(tmp_path)
+    jobs = review_jobs.pending(plan.FULL, out, plan.REVIEW)
+    names = [j["name"] for j in jobs]
+    review_runs = [j for j in plan.jobs_of(plan.FULL) if j["group"] in ("rerun", "matched", "ablations")]
+    assert sum(n.startswith("coverage-") for n in names) == len(review_runs) == 12 + 3 + 6
+    assert sorted(n for n in names if n.startswith("validation-")) == sorted(
+        [f"validation-maze-rerun-grpo-s{s}" for s in range(3)] + [f"validation-maze-grpo_matched-s{s}" for s in range(3)])
+    v = next(j for j in jobs if j["name"] == "validation-maze-grpo_matched-s1")
+    d = os.path.join(out, "runs", "maze", "grpo_matched-s1")
+    assert v["needs"] == [os.path.join(d, f) for f in ("summary.json", "ckpt.pt", "ckpt-step250.pt",
+                                                        "ckpt-step500.pt", "ckpt-step750.pt")]
+    assert v["args"][1:3] == ([250, 500, 750, 1000], 1000)
+    compare = next(j for j in jobs if j["name"] == "compare-rerun")
+    assert len(compare["args"][0]) == 12 and len(compare["needs"]) == 12 * 2 * 3
+    assert review_jobs.pending(plan.FULL, out, ("main", "baselines")) == []   # only with the review's groups
+    write_json(v["makes"], {})
+    assert "validation-maze-grpo_matched-s1" not in [j["name"] for j in review_jobs.pending(plan.FULL, out, plan.REVIEW)]
+
+
+def test_the_comparison_job_says_equal_or_where(tmp_path):
+    for name, text in (("a", "1\n2\n"), ("b", "1\n2\n"), ("c", "1\n3\n")):
+        os.makedirs(tmp_path / name)
+        for f in ("log.jsonl", "eval.jsonl"):
+            (tmp_path / name / f).write_text(text)
+    path = tmp_path / "compare.json"
+    review_jobs.compare_job([("x-s0", tmp_path / "a", tmp_path / "b"), ("y-s0", tmp_path / "c", tmp_path / "b")],
+                            str(path))
+    got = json.loads(path.read_text())
+    assert got["x-s0"] == {"log.jsonl": "equal", "eval.jsonl": "equal"}
+    assert got["y-s0"]["log.jsonl"] == [2, "3", "2"]
+
+
+def test_coverage_and_validation_jobs_on_a_tiny_maze_run(tmp_path):
+    import train
+    argv = ["--task", "maze", "--algo", "grpo", "--sft_steps", "2", "--steps", "2", "--eval_every", "1",
+            "--keep_eval_ckpts", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2",
+            "--group_size", "4", "--sft_batch_size", "8", "--eval_problems", "2", "--eval_answers", "48",
+            "--no_base_eval", "--quiet", "--out_dir", str(tmp_path), "--run_name", "g"]
+    assert train.main(argv) == 0
+    d = str(tmp_path / "g")
+    review_jobs.coverage_job(os.path.join(d, "ckpt.pt"), os.path.join(d, "coverage.json"), problems=2, answers=6)
+    c = json.loads(open(os.path.join(d, "coverage.json")).read())
+    assert c["mazes"] == 2 and c["m"] == 1 and set(c["answers"]) >= {"gold", "diamonds", "both"}
+    review_jobs.validation_job(d, [1, 2], 2, os.path.join(d, "validation.json"), answers=48)
+    v = json.loads(open(os.path.join(d, "validation.json")).read())
+    assert v["mazes"] == [64, 128] and set(v["pooled_best@k"]) == {"1", "2"}
+    assert review_jobs.stop_step(v) in (1, 2)
