@@ -190,6 +190,7 @@ def write_report(cfg, out, title, figures=True):
         lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
+    lines += review_section(cfg, out, runs)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
@@ -198,6 +199,83 @@ def write_report(cfg, out, title, figures=True):
         lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, runs))]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    return lines
+
+
+def review_section(cfg, out, v3):
+    """results/PLAN_REVIEW.md's readings from whatever has finished: VPO against matched GRPO, against
+    random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every arm's final answers, and
+    VPO under each reward geometry against v3's GRPO at step 750. v3: the finished v3 runs {label: runs}."""
+    from results.review_jobs import read_review, stop_step
+    groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
+    if not any(groups.values()) or "VPO" not in v3:
+        return []
+    lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
+    bases = {1: base_metrics(v3, "grpo"), 3: base_metrics(v3, "vpo")}
+    both = {**v3, **groups.get("matched", {}), **groups.get("ablations", {})}
+    if groups.get("matched"):
+        lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
+        lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
+        lines += paired_table(both, "VPO", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k")
+    if groups.get("ablations"):
+        lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
+        lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
+        lines += paired_table(both, "VPO", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k")
+    validation = read_review(cfg, out, "validation.json")
+    rows = []
+    for group, label in (("rerun", "GRPO"), ("matched", "matched GRPO")):
+        source = finished_runs(cfg, out, group) if group in cfg else {}
+        for v in validation.get(group, {}).get(label, []):
+            run = next((r for r in source.get(label, []) if r["seed"] == v["seed"]), None)
+            vpo = next((r for r in v3["VPO"] if r["seed"] == v["seed"]), None)
+            if run and vpo:
+                t = stop_step(v)
+                rows.append([label, str(v["seed"]), str(t)] + [
+                    f"{value(vpo['summary']['metrics'], 'pooled_best@k', k) - value(at_step(run, t), 'pooled_best@k', k):+.3f}"
+                    for k in (3, 12, 48)])
+    if rows:
+        lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and VPO at "
+                  "step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
+        lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
+    coverage = read_review(cfg, out, "coverage.json")
+    rows = []
+    for group in ("rerun", "matched", "ablations"):
+        for label, cs in coverage.get(group, {}).items():
+            best = [c["best@k"].get("48", {}) for c in cs]
+            rows.append([label, str(len(cs))] + [pm([c["answers"][k] for c in cs]) for k in ("exit", "gold", "diamonds",
+                                                                                           "both", "no item")]
+                        + [pm([c["pools"]["gold and diamonds"] for c in cs]),
+                           pm([c.get("completions_two_classes") for c in cs]),
+                           pm([b.get("gold") for b in best]), pm([b.get("diamonds") for b in best])])
+    if rows:
+        lines += ["What the final answers cover (results/coverage.py; per answer: reaches the exit, with gold, with "
+                  "diamonds, with both, with no item; pools with a gold and a diamond answer; completions in two or "
+                  "more classes; the best of 48 answers' gold and diamonds):", ""]
+        lines += table(["method", "seeds", "exit", "gold", "diamonds", "both", "no item", "pools gold & diamonds",
+                        "completions ≥ 2 classes", "best@48 gold", "best@48 diamonds"], rows) + [""]
+    if groups.get("geometry") and "GRPO" in v3:
+        rows = []
+        step = cfg["geometry"]["steps"]
+        for label, rs in [("VPO (v3, ρ = 0)", v3["VPO"])] + list(groups["geometry"].items()):
+            ds = {k: [] for k in (3, 12, 48)}
+            for r in rs:
+                grpo = next((g for g in v3["GRPO"] if g["seed"] == r["seed"]), None)
+                if grpo and at_step(r, step) and at_step(grpo, step):
+                    for k in ds:
+                        ds[k].append(value(at_step(r, step), "pooled_best@k", k) - value(at_step(grpo, step),
+                                                                                     "pooled_best@k", k))
+            seen = [r["summary"]["metrics"].get("dimensions_seen") or r["summary"]["metrics"].get("dimensions")
+                    for r in rs]
+            base = next((r["summary"].get("base_metrics") for r in rs if r["summary"].get("base_metrics")), None)
+            base_seen = (base or {}).get("dimensions_seen") or (base or {}).get("dimensions")
+            rows.append([label, str(len(ds[3]))] + [pm(ds[k]) for k in ds]
+                        + [pm([x["dim_corr"] for x in seen if x]), pm([x["eff_rank"] for x in seen if x], 2),
+                           f"{base_seen['dim_corr']:.3f} / {base_seen['eff_rank']:.2f}" if base_seen else "-"])
+        lines += [f"VPO under each reward geometry minus v3's GRPO of the same seed at step {step}, pooled best@k, and "
+                  "the dimensions VPO saw (mean pairwise correlation, effective rank) over the policy's and the "
+                  "base's held-out answers:", ""]
+        lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
+                        "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
     return lines
 
 

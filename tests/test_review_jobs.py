@@ -73,3 +73,36 @@ def test_coverage_and_validation_jobs_on_a_tiny_maze_run(tmp_path):
     v = json.loads(open(os.path.join(d, "validation.json")).read())
     assert v["mazes"] == [64, 128] and set(v["pooled_best@k"]) == {"1", "2"}
     assert review_jobs.stop_step(v) in (1, 2)
+
+
+def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
+    """Hand-made: the matched GRPO runs are copies of v3's GRPO runs and the collinear=0.5 runs copies of v3's VPO
+    seeds 0 and 1; so VPO − matched GRPO is v3's VPO − GRPO, and the geometry row equals v3's own at step 750
+    (pooled best@48: +0.089 and +0.064, results.md). Early stopping and coverage from hand-made files."""
+    import shutil
+    from results import report
+    out = tmp_path / "results"
+    shutil.copytree("results/runs/maze", out / "runs" / "maze")
+    for s in range(3):
+        shutil.copytree(out / "runs" / "maze" / f"grpo-s{s}", out / "runs" / "maze" / f"grpo_matched-s{s}")
+    for s in range(2):
+        shutil.copytree(out / "runs" / "maze" / f"vpo-s{s}", out / "runs" / "maze-geometry" / f"vpo_rho0.5-s{s}")
+    write_json(str(out / "runs" / "maze" / "grpo_matched-s0" / "validation.json"),
+               {"pooled_best@k": {"250": {"48": 0.7}, "500": {"48": 0.6}, "750": {"48": 0.5}, "1000": {"48": 0.4}}})
+    cov = {"answers": {"exit": 0.5, "gold": 0.1, "diamonds": 0.2, "both": 0.0, "no item": 0.2, "lava-free": 0.3},
+           "pools": {"gold and diamonds": 0.25}, "best@k": {"48": {"gold": 0.3, "diamonds": 0.2}},
+           "completions_two_classes": 0.8}
+    write_json(str(out / "runs" / "maze" / "grpo_matched-s1" / "coverage.json"), cov)
+    cfg = {**plan.FULL, "geometry": {**plan.FULL["geometry"]}}
+    v3 = {**plan.finished_runs(cfg, str(out), "main"), **plan.finished_runs(cfg, str(out), "baselines")}
+    lines = report.review_section(cfg, str(out), v3)
+    text = "\n".join(lines)
+    assert "Paired difference VPO − matched GRPO, pooled best@k" in text
+    mine = [line for line in lines if line.startswith("| 1000 | k=48 |")]
+    v3_row = next(line for line in open("results/results.md").read().splitlines() if line.startswith("| 1000 | k=48 |"))
+    assert mine and mine[0] == v3_row                                     # the same seeds' differences
+    row = next(line for line in lines if line.startswith("| VPO, collinear=0.5 |"))
+    assert row.startswith("| VPO, collinear=0.5 | 2 |") and "0.077 ± 0.012 |" in row   # (+0.089 + 0.064) / 2 at k=48
+    stop = next(line for line in lines if line.startswith("| matched GRPO | 0 | 250 |"))
+    assert stop.count("|") == 7
+    assert "| matched GRPO | 1 | 0.500 | 0.100 | 0.200 | 0.000 | 0.200 | 0.250 | 0.800 | 0.300 | 0.200 |" in lines
