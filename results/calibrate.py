@@ -249,7 +249,7 @@ def main(argv=None):
     ap.add_argument("--forms", choices=sorted(CONFIGS), action="append",
                     help="the forms of the answers this configuration's final base writes, per family (repeatable)")
     ap.add_argument("--figure", choices=sorted(CONFIGS), default=None,
-                    help="draw results/calibration/base_pass_at_k_code.png for this configuration")
+                    help="draw results/calibration/base_pass_at_k_code_NAME.png for this configuration")
     args = ap.parse_args(argv)
     rows = measured()
     if args.templates:
@@ -263,7 +263,7 @@ def main(argv=None):
         print(forms_table(measured(FORMS_PATH)))
         return 0
     if args.figure:
-        figure(rows, os.path.join(os.path.dirname(PATH), "base_pass_at_k_code.png"), args.figure)
+        figure(rows, os.path.join(os.path.dirname(PATH), f"base_pass_at_k_code_{args.figure}.png"), args.figure)
         return 0
     if args.families or args.forms:
         for name in args.families or []:
