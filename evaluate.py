@@ -91,7 +91,8 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                 acc[f"pass@{k}"] = best_at_k(solved.double(), k)
                 acc[f"E_w[best@{k}"] = expected_best_at_k(r, k, weights_n, mask=a)
             # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
-            slots, written = slot_rewards(r, a, answers), torch.tensor([[y != "" for y in ys] for ys in answers])
+            slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
+            written = torch.tensor([[y != "" for y in ys] for ys in answers])
             solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
                                          for g in range(n_roll)])   # repeats solve too, as in the pool above
             for k in pooled_ks:

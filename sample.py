@@ -99,18 +99,20 @@ def completion_texts(gen):
     return texts
 
 
-def slot_rewards(rewards, mask, answers):
+def slot_rewards(rewards, mask, answers, key=None):
     """Reward vectors of every answer slot, for per-answer statistics: score_rollouts zeroes a repeated answer
     (it must count once in a set's max), but as an answer it still earns its reward. Missing answers stay 0.
-    rewards (G, m, D), mask (G, m), answers: G lists of m strings -> (G, m, D)."""
+    rewards (G, m, D), mask (G, m), answers: G lists of m strings, key: what makes two answers one (the task's
+    canonical for the problem; default the string) -> (G, m, D)."""
+    key = key or (lambda a: a)
     out = rewards.clone()
     for g, row in enumerate(answers):
         first = {}
         for j, a in enumerate(row):
             if mask[g, j]:
-                first[a] = j
-            elif a in first:
-                out[g, j] = rewards[g, first[a]]
+                first[key(a)] = j
+            elif a and key(a) in first:
+                out[g, j] = rewards[g, first[key(a)]]
     return out
 
 

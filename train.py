@@ -213,7 +213,7 @@ def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, de
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         losses.append((stats, share))
-    return step_log(step, cfg, task, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
+    return step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
                     log_weights, t0)
 
 
@@ -229,9 +229,11 @@ def method_weights(kind, cfg, step, D):
     return None
 
 
-def step_log(step, cfg, task, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses, log_weights, t0):
-    """The log row of one RL step, with every reduction over torchrun processes the logs need. rewards, mask: this
-    process's (b, G, m, D), (b, G, m); all_*: the whole batch's; losses: (policy_loss stats, share) per minibatch.
+def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
+             log_weights, t0):
+    """The log row of one RL step, with every reduction over torchrun processes the logs need. problems, rewards,
+    mask: this process's b prompts, (b, G, m, D), (b, G, m); all_*: the whole batch's; losses: (policy_loss stats,
+    share) per minibatch.
       deploy_reward  mean w*^T r per answer slot (a repeated answer earns its reward, a missing one 0)
       set_reward     E_w max over each rollout's valid answers, under the same 100 fixed Dir(1) weights for every
                      method and run (log_weights), so that curves compare; not the training reward of VPO
@@ -241,7 +243,8 @@ def step_log(step, cfg, task, gen, texts, m, rewards, mask, all_rewards, all_mas
       forced_rate: answers the sampler closed because they filled their room, per non-final answer slot"""
     B, G = all_rewards.shape[:2]
     answers = [task.parse(t, m) for t in texts]
-    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G])[None]
+    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G],
+                                       key=lambda y, p=problems[b]: task.canonical(p, y))[None]
                           for b in range(len(rewards))])                            # (b, G, m, D)
     per_slot = dist.gather_groups(per_slot, B, cfg.minibatches)
     stats = []

@@ -96,7 +96,7 @@ def measure(model, task, problems, m, answers=48, temperature=0.7, seed=0, max_r
         _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, seeds=seeds, amp=False)
         for i in range(len(batch)):
             parsed = [task.parse(t, m) for t in texts[i * n_roll:(i + 1) * n_roll]]
-            slots.append(slot_rewards(rewards[i], mask[i], parsed))
+            slots.append(slot_rewards(rewards[i], mask[i], parsed, key=lambda y, p=batch[i]: task.canonical(p, y)))
             written.append(torch.tensor([[y != "" for y in ys] for ys in parsed]))
     return coverage(slots, written, task.deploy_weights)
 

@@ -6,11 +6,13 @@ The jobs of results/PLAN_REVIEW.md that read finished runs rather than train the
 2. validation  the evaluations' kept weights of every GRPO-like run (rerun GRPO, matched GRPO) on the validation
                mazes (test split 64-127, seed 0; disjoint from the 64 evaluated): pooled best@k per step in
                runs/DIR/NAME/validation.json, from which early stopping picks its step (stop_step).
-3. compare     the rerun's log.jsonl and eval.jsonl against v3's committed ones, line for line:
+3. compare     the rerun's log.jsonl and eval.jsonl against v3's committed ones, row for row and key for key
+               (timing, and the statistics of valid answers that the canonical de-duplication can change, aside):
                runs/maze-rerun/compare.json.
 Each file is written atomically when its job is done and is small and committed; reproduce.py schedules the jobs
 once the files they need exist (like results/search_jobs.py), report.py reads them.
 """
+import json
 import os
 
 from results.plan import jobs_of, read_json, run_dir
@@ -57,18 +59,29 @@ def stop_step(validation, k=48):
     return int(max(steps, key=lambda s: (rows[s][str(k)], -int(s))))
 
 
-def first_difference(a_path, b_path):
-    """None if the two files hold the same lines, else (line number from 1, the two lines cut to 200 chars)."""
-    with open(a_path) as fa, open(b_path) as fb:
-        a, b = fa.read().splitlines(), fb.read().splitlines()
+TIMING = {"seconds", "step_seconds", "tokens_per_s"}
+# statistics of the valid answers, which the canonical de-duplication (Task.canonical, after v3) can change without
+# changing a weight: a second spelling of one answer is now a duplicate, left out of the set but scored as an answer
+COUNTS_VALID = {"valid_rate", "diversity"}
+
+
+def first_difference(a_path, b_path, ignore=TIMING | COUNTS_VALID):
+    """None if the two jsonl files agree row for row on every key both rows hold (the `ignore`d aside), else
+    [row number from 1, the keys that differ] (or [n, "(shorter)"] when one has fewer rows)."""
+    def rows(path):
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    a, b = rows(a_path), rows(b_path)
     for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return [i + 1, x[:200], y[:200]]
-    return None if len(a) == len(b) else [min(len(a), len(b)) + 1, "(shorter)", "(longer)"]
+        keys = sorted(k for k in set(x) & set(y) - ignore if x[k] != y[k])
+        if keys:
+            return [i + 1, keys]
+    return None if len(a) == len(b) else [min(len(a), len(b)) + 1, "(shorter)"]
 
 
 def compare_job(pairs, path):
-    """pairs: (name, rerun dir, v3 dir) -> per name and file: "equal" or its first difference."""
+    """pairs: (name, rerun dir, v3 dir) -> per name and file: "equal" (timing and COUNTS_VALID aside) or its first
+    difference."""
     out = {}
     for name, rerun, v3 in pairs:
         out[name] = {}

@@ -124,11 +124,17 @@ class Task:
         """Inverse of parse for clean answers: join with <|sep|>."""
         return SEP.join(answers)
 
+    def canonical(self, problem, answer: str):
+        """What makes two answers the same answer, for de-duplication: the answer itself here; a task whose
+        answers can differ in writing only (spacing, moves that change nothing) returns a normal form, so that a
+        summed set reward (Multi-RLVR) cannot be paid twice for one answer written two ways."""
+        return answer
+
     def score_rollouts(self, problem, completions: list[str], m: int):
         """G completions of one prompt -> rewards (G, m, D) float32 and answer_mask (G, m) bool.
 
-        An answer is masked out when it is missing ('') or repeats an earlier answer of the same rollout
-        (duplicates count once, as in the paper). Masked answers get zero vectors.
+        An answer is masked out when it is missing ('') or repeats an earlier answer of the same rollout, by
+        canonical (duplicates count once, as in the paper). Masked answers get zero vectors.
         """
         G, D = len(completions), self.dim
         rewards = np.zeros((G, m, D), dtype=np.float32)
@@ -137,9 +143,10 @@ class Task:
         for g, completion in enumerate(completions):
             seen = set()
             for j, answer in enumerate(self.parse(completion, m)):
-                if answer == "" or answer in seen:
+                key = self.canonical(problem, answer) if answer else None
+                if answer == "" or key in seen:
                     continue
-                seen.add(answer)
+                seen.add(key)
                 if answer not in cache:
                     cache[answer] = self.score(problem, answer)
                 rewards[g, j] = cache[answer]

@@ -37,6 +37,7 @@ Splits are semantic: a problem is a test problem iff a stable hash (blake2b) of 
 on the whole input domain falls in one residue class (1 in 8). Two sources computing the same function
 therefore always land in the same split, so no test function is ever trained on, whatever the seeds.
 """
+import ast
 import bisect
 import copy
 import itertools
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tasks.base import Task, in_test_split
-from tasks.executor import execute
+from tasks.executor import compile_program, execute, parse
 
 __all__ = ["CodeTask", "CodeProblem", "execute"]
 
@@ -150,6 +151,11 @@ class CodeTask(Task):
         partial = rng.choice(len(problem.partials), m - n_correct, replace=False)
         answers = [problem.rewrites[i] for i in correct] + [problem.partials[i] for i in partial]
         return self.format_answers([answers[i] for i in rng.permutation(m)])
+
+    def canonical(self, problem: CodeProblem, answer: str):
+        """The expression tree of a program the interpreter accepts (spacing and redundant parentheses do not
+        make another program); a rejected source is its own string. Parses, runs nothing."""
+        return ast.dump(parse(answer)) if compile_program(answer) is not None else answer
 
     def score(self, problem: CodeProblem, answer: str) -> np.ndarray:
         outputs = execute(answer, problem.inputs)  # None where the program failed

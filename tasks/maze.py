@@ -278,6 +278,22 @@ class MazeTask(Task):
             return np.zeros(4, dtype=np.float32)
         return problem.layout.vector(*walk(problem, route), self.reward)
 
+    def canonical(self, problem: MazeProblem, answer: str):
+        """The walk a route makes: the cells entered in order, up to E or the budget, a move into a wall (which
+        changes nothing) left out; moves after E or past the budget are not walked. Not a route: its own string."""
+        route = answer.strip() if isinstance(answer, str) else ""
+        if not ROUTE.fullmatch(route):
+            return answer
+        lay, pos, cells = problem.layout, problem.layout.start, []
+        for mv in route[:problem.budget]:
+            nxt = lay.step[pos][MOVES.index(mv)]
+            if nxt != pos:
+                cells.append(nxt)
+            pos = nxt
+            if pos == lay.exit:
+                break
+        return ("walk", tuple(cells))
+
     def plot_axes(self, vectors: np.ndarray):
         """The trade-off the budget forces: gold against diamonds."""
         return np.asarray(vectors)[:, [1, 2]], ("gold", "diamonds")

@@ -15,12 +15,12 @@ def test_early_stopping_takes_the_best_validation_step_and_the_earlier_on_ties()
 
 def test_first_difference_by_hand(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
-    a.write_text('{"step": 1}\n{"step": 2, "x": 1}\n')
-    b.write_text('{"step": 1}\n{"step": 2, "x": 2}\n')
+    a.write_text('{"step": 1, "seconds": 3}\n{"step": 2, "x": 1, "diversity": 0.5}\n')
+    b.write_text('{"step": 1, "seconds": 4}\n{"step": 2, "x": 2, "diversity": 0.4, "dimensions": {}}\n')
     c.write_text('{"step": 1}\n')
     assert review_jobs.first_difference(a, a) is None
-    assert review_jobs.first_difference(a, b) == [2, '{"step": 2, "x": 1}', '{"step": 2, "x": 2}']
-    assert review_jobs.first_difference(c, a) == [2, "(shorter)", "(longer)"]
+    assert review_jobs.first_difference(a, b) == [2, ["x"]]       # timing, diversity and a new key aside
+    assert review_jobs.first_difference(c, a) == [2, "(shorter)"]
 
 
 def test_the_read_back_jobs_wait_for_their_runs(tmp_path):
@@ -46,7 +46,7 @@ def test_the_read_back_jobs_wait_for_their_runs(tmp_path):
 
 
 def test_the_comparison_job_says_equal_or_where(tmp_path):
-    for name, text in (("a", "1\n2\n"), ("b", "1\n2\n"), ("c", "1\n3\n")):
+    for name, text in (("a", '{"s": 1}\n{"s": 2}\n'), ("b", '{"s": 1}\n{"s": 2}\n'), ("c", '{"s": 1}\n{"s": 3}\n')):
         os.makedirs(tmp_path / name)
         for f in ("log.jsonl", "eval.jsonl"):
             (tmp_path / name / f).write_text(text)
@@ -55,7 +55,7 @@ def test_the_comparison_job_says_equal_or_where(tmp_path):
                             str(path))
     got = json.loads(path.read_text())
     assert got["x-s0"] == {"log.jsonl": "equal", "eval.jsonl": "equal"}
-    assert got["y-s0"]["log.jsonl"] == [2, "3", "2"]
+    assert got["y-s0"]["log.jsonl"] == [2, ["s"]]
 
 
 def test_coverage_and_validation_jobs_on_a_tiny_maze_run(tmp_path):
