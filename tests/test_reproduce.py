@@ -365,3 +365,16 @@ def test_the_review_plans_validation_mazes_are_not_the_evaluated_ones():
     drawn = task.problems("test", 128, seed=0)
     assert drawn[:64] == task.problems("test", 64, seed=0)
     assert not {p.key for p in drawn[:64]} & {p.key for p in drawn[64:]}
+
+
+def test_below_base_reads_lowers_raises_or_unresolved_by_hand():
+    """pass@48 at the final step minus the base's with the same m, per seed."""
+    def r(seed, v, m):
+        return {"seed": seed, "summary": {"metrics": {"m": m, "pass@k": {"48": v}}}}
+    bases = {1: {"pass@k": {"48": 0.7}}, 3: {"pass@k": {"48": 0.6}}}
+    runs = {"GRPO": [r(0, 0.5, 1), r(1, 0.6, 1)], "VPO": [r(0, 0.65, 3), r(1, 0.7, 3)],
+            "Multi-RLVR": [r(0, 0.5, 3), r(1, 0.7, 3)]}
+    lines = report.below_base_table(runs, bases)
+    assert "| GRPO | 1 | 0.700 | s0: -0.200 | s1: -0.100 | -0.150 ± 0.050 | lowers |" in lines
+    assert "| VPO | 3 | 0.600 | s0: +0.050 | s1: +0.100 | 0.075 ± 0.025 | raises |" in lines
+    assert next(line for line in lines if line.startswith("| Multi-RLVR |")).endswith("| unresolved |")
