@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from results.plan import (CODE_PLANS, KS, at_step, base_metrics, code_problems, code_task, eval_steps, finished_runs, read_json,
-                          read_jsonl_or_empty, value)
+from results.plan import (CODE_PLANS, KS, at_step, base_metrics, code_problems, code_task, eval_steps, finished_runs,
+                          read_json, read_jsonl_or_empty, value)
 from tasks import get_task
 
 
@@ -55,10 +55,13 @@ def paired(runs, a, b, key, ks, step=None):
                        if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
 
 
-def verdict(ds, a, b):
-    """The plan's rule: every seed's difference of one sign decides; anything else is unresolved."""
+def verdict(ds, a, b, need=None):
+    """The plan's rule: every seed's difference of one sign decides; anything else is unresolved. need: the seeds
+    the plan runs; before they have all finished there is no reading."""
     if not ds:
         return "-"
+    if need and len(ds) < need:
+        return f"{len(ds)} of {need} seeds: no reading yet"
     if all(d > 0 for d in ds):
         return f"{a} ahead on every seed"
     if all(d < 0 for d in ds):
@@ -66,8 +69,9 @@ def verdict(ds, a, b):
     return "unresolved"
 
 
-def paired_table(runs, a, b, key, ks, name):
-    """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading."""
+def paired_table(runs, a, b, key, ks, name, need=None):
+    """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading (none
+    before the plan's `need` seeds have finished)."""
     rows, seeds_seen = [], None
     for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
         seeds, diffs = paired(runs, a, b, key, ks, step)
@@ -75,7 +79,7 @@ def paired_table(runs, a, b, key, ks, name):
             continue
         seeds_seen = seeds_seen or seeds
         rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [""] * (len(seeds_seen) - len(diffs[k]))
-                 + [pm(diffs[k]), verdict(diffs[k], a, b)] for k in ks if diffs[k]]
+                 + [pm(diffs[k]), verdict(diffs[k], a, b, need)] for k in ks if diffs[k]]
     if not rows:
         return []
     return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
@@ -169,23 +173,23 @@ def write_report(cfg, out, title, figures=True):
              f"counts answers; every answer had its own room of {rooms['maze']} tokens on the maze and "
              f"{rooms['code']} on code.", ""]
     if runs:
-        steps = cfg["main"]["steps"]
+        steps, need = cfg["main"]["steps"], len(cfg["main"]["seeds"])
         bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
         lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, {steps * 64:,} rollouts per arm",
                   "", f"Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
                   f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", ""]
         lines += step_table(runs, "pooled_best@k", KS, bases) + [""]
-        lines += paired_table(runs, "VPO", "GRPO", "pooled_best@k", KS[1:], "pooled best@k")
+        lines += paired_table(runs, "VPO", "GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
         lines += ["Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):", ""]
         lines += step_table(runs, "best@k", KS[1:], bases) + [""]
-        lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k")
+        lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k", need)
         lines += ["Diversity and the answers at each evaluation step (48 answers per maze):", ""]
         lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
                                           ("distinct_rate", None, "distinct"), ("pass@k", 48, "pass@48 (reach E)"),
                                           ("E_w[best@k]", 48, "E_w[best@48]"), ("pareto_frac", None, "Pareto frac.")],
                                    bases) + [""]
         for other in ("Max@k", "Multi-RLVR"):
-            lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k")
+            lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k", need)
         lines += ["The final evaluation in full:", ""]
         lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
     for group, key in CODE_PLANS:
@@ -211,16 +215,17 @@ def review_section(cfg, out, v3):
     if not any(groups.values()) or "VPO" not in v3:
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
+    need = len(cfg["matched"]["seeds"])
     bases = {1: base_metrics(v3, "grpo"), 3: base_metrics(v3, "vpo")}
     both = {**v3, **groups.get("matched", {}), **groups.get("ablations", {})}
     if groups.get("matched"):
         lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
         lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
-        lines += paired_table(both, "VPO", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k")
+        lines += paired_table(both, "VPO", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
     if groups.get("ablations"):
         lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
         lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
-        lines += paired_table(both, "VPO", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k")
+        lines += paired_table(both, "VPO", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k", need)
     validation = read_review(cfg, out, "validation.json")
     rows = []
     for group, label in (("rerun", "GRPO"), ("matched", "matched GRPO")):
@@ -230,9 +235,9 @@ def review_section(cfg, out, v3):
             vpo = next((r for r in v3["VPO"] if r["seed"] == v["seed"]), None)
             if run and vpo:
                 t = stop_step(v)
-                rows.append([label, str(v["seed"]), str(t)] + [
-                    f"{value(vpo['summary']['metrics'], 'pooled_best@k', k) - value(at_step(run, t), 'pooled_best@k', k):+.3f}"
-                    for k in (3, 12, 48)])
+                final, stopped = vpo["summary"]["metrics"], at_step(run, t)
+                ds = [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in (3, 12, 48)]
+                rows.append([label, str(v["seed"]), str(t)] + [f"{d:+.3f}" for d in ds])
     if rows:
         lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and VPO at "
                   "step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
@@ -288,7 +293,7 @@ def code_section(cfg, out, group="code", key="search"):
         return []
     g = cfg[group]
     bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
-    ks = KS[1:]
+    ks, need = KS[1:], len(g["seeds"])
     if g.get("frozen"):
         lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
                  f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
@@ -305,22 +310,22 @@ def code_section(cfg, out, group="code", key="search"):
     lines += step_table(runs, "pass@k", ks, bases) + [""]
     single = [b for b in ("GRPO", "matched GRPO") if b in runs]
     for b in single:
-        lines += paired_table(runs, "VPO", b, "pass@k", ks, "pass@k")
+        lines += paired_table(runs, "VPO", b, "pass@k", ks, "pass@k", need)
     lines += ["Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that solve):",
               ""]
     lines += step_table(runs, "pooled_pass@k", KS, bases) + [""]
     if not g.get("frozen"):
         for b in single:
-            lines += paired_table(runs, "VPO", b, "pooled_pass@k", (1,), "pooled pass@1")
+            lines += paired_table(runs, "VPO", b, "pooled_pass@k", (1,), "pooled pass@1", need)
     lines += ["pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", ""]
     lines += step_table(runs, "pass_hidden@k", ks, bases) + [""]
     lines += ["Code best@k (the fraction of shown tests passed by the best of k answers) over whole rollouts:", ""]
     lines += step_table(runs, "best@k", ks, bases) + [""]
     for b in single:
-        lines += paired_table(runs, "VPO", b, "best@k", ks, "code best@k")
-    lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k")
+        lines += paired_table(runs, "VPO", b, "best@k", ks, "code best@k", need)
+    lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k", need)
     if not g.get("frozen"):
-        lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k")
+        lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
         lines += below_base_table(runs, bases)
     lines += ["Diversity and the answers at each evaluation step:", ""]
     lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
@@ -350,8 +355,9 @@ def below_base_table(runs, bases, key="pass@k", k=48):
                     + [""] * (width - len(ds)) + [pm(ds), reading])
     if not rows:
         return []
-    return [f"{key[:-2]}@{k} at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
-        table(["method", "m", f"base {key[:-2]}@{k}"] + [f"seed {i}" for i in range(width)] +
+    name = f"{key[:-2]}@{k}"
+    return [f"{name} at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
+        table(["method", "m", f"base {name}"] + [f"seed {i}" for i in range(width)] +
               ["mean ± std", "reading (plan's rule)"], rows, PAIRED_STD_NOTE) + [""]
 
 
@@ -458,7 +464,8 @@ def search_section(cfg, out, key="search"):
             rows.append([label(kind, slug), str(len(runs))]
                         + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
                            for b in budgets]
-                        + [f"{np.mean(distinct):.0f}" if distinct else "-", " / ".join(f"{b:.3f}" for b in best) or "-"])
+                        + [f"{np.mean(distinct):.0f}" if distinct else "-",
+                           " / ".join(f"{b:.3f}" for b in best) or "-"])
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
     lines += only_by_tables(found, s, hard, frozen=group.get("frozen"))
@@ -486,7 +493,8 @@ def only_by_tables(found, s, hard, frozen=None):
         if rows:
             lines += [f"Problems solved by some seed of {NAMES[a]} and by no seed of {NAMES[b]}, and the reverse (the "
                       f"paper's claim: VPO checkpoints solve problems GRPO checkpoints never do):", ""]
-            lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows) + [""]
+            lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows)
+            lines += [""]
     tests = []  # (kind, A, B, a, b, p)
     for kind in ("evolve", "sample"):
         for a, b in s["pairs"]:
@@ -521,9 +529,9 @@ def only_by_tables(found, s, hard, frozen=None):
         rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
     note = (" (computed after v1's runs: v1's plan named no test)" if frozen else
             "; the search rows are the plan's verdict, with Holm over its pairs at familywise α = 0.05")
-    lines += [f"The sign test over problems at the full budget ({full} {s['unit']}): a = problems some seed of the first "
-              f"solves and no seed of the second, b = the reverse, p = min(1, 2 P(X ≥ max(a, b))), X ~ Binomial(a + b, "
-              f"1/2){note}:", ""]
+    lines += [f"The sign test over problems at the full budget ({full} {s['unit']}): a = problems some seed of the "
+              f"first solves and no seed of the second, b = the reverse, p = min(1, 2 P(X ≥ max(a, b))), "
+              f"X ~ Binomial(a + b, 1/2){note}:", ""]
     lines += table(["how", "A − B", "a", "b", "n", "p", "reading"], rows) + [""]
     rows = []
     for a, b in s["pairs"]:

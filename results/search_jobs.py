@@ -176,7 +176,8 @@ def read_searches(cfg, out, key="search"):
                     parts = [read_json(p) for p in paths]
                     joined = {**parts[0], "problems": [i for p in parts for i in p["problems"]],
                               "results": [r for p in parts for r in p["results"]],
-                              "seconds": sum(p.get("seconds", 0) for p in parts), "rl_seed": seed}  # "seed": the search's
+                              "seconds": sum(p.get("seconds", 0) for p in parts),
+                              "rl_seed": seed}  # "seed" is the search's
                     found[kind].setdefault(slug, []).append(joined)
     hard = path_of(out, cfg, key, "hard")
     return found, read_json(hard) if os.path.isfile(hard) else None
