@@ -326,7 +326,7 @@ def code_section(cfg, out, group="code", key="search"):
     lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k", need)
     if not g.get("frozen"):
         lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
-        lines += below_base_table(runs, bases)
+        lines += below_base_table(runs, bases, need=need)
     lines += ["Diversity and the answers at each evaluation step:", ""]
     lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
                                       ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
@@ -340,7 +340,7 @@ def code_section(cfg, out, group="code", key="search"):
     return lines + search_section(cfg, out, key)
 
 
-def below_base_table(runs, bases, key="pass@k", k=48):
+def below_base_table(runs, bases, key="pass@k", k=48, need=None):
     """Does RL lower pass@k at large k below the base? Per arm, final pass@48 minus the base's with the same m, per
     seed, with the plan's reading (lowers / raises on every seed, else unresolved)."""
     rows, width = [], max(len(rs) for rs in runs.values())
@@ -351,6 +351,7 @@ def below_base_table(runs, bases, key="pass@k", k=48):
         base = value(bases[m], key, k)
         ds = [value(r["summary"]["metrics"], key, k) - base for r in rs]
         reading = "lowers" if all(d < 0 for d in ds) else "raises" if all(d > 0 for d in ds) else "unresolved"
+        reading = f"{len(ds)} of {need} seeds: no reading yet" if need and len(ds) < need else reading
         rows.append([label, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
                     + [""] * (width - len(ds)) + [pm(ds), reading])
     if not rows:

@@ -378,3 +378,4 @@ def test_below_base_reads_lowers_raises_or_unresolved_by_hand():
     assert "| GRPO | 1 | 0.700 | s0: -0.200 | s1: -0.100 | -0.150 ± 0.050 | lowers |" in lines
     assert "| VPO | 3 | 0.600 | s0: +0.050 | s1: +0.100 | 0.075 ± 0.025 | raises |" in lines
     assert next(line for line in lines if line.startswith("| Multi-RLVR |")).endswith("| unresolved |")
+    assert report.below_base_table(runs, bases, need=3)[4].endswith("| 2 of 3 seeds: no reading yet |")
