@@ -128,7 +128,7 @@ def forms(name, out, problems_n=256, answers=12):
     results/figures.py samples answers_code.json) on each of the first problems_n held-out problems; per family,
     the share of the answers in each form of results.report.answer_form (three constant levels, abs, ...)."""
     import torch
-    from results.report import FORMS, answer_form
+    from results.report_code import FORMS, answer_form
     from runs.cli import load_model, make_task
     from runs.seeding import step_seed
     from sample import rollout

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from results import plan, report, reproduce
+from results import plan, report, report_code, reproduce
 from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -291,7 +291,7 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     content = res(5, 20, None)
     content["results"][0]["best"] = target
     search_jobs.write_json(evolve, content)
-    lines = report.search_section(cfg, out)
+    lines = report_code.search_section(cfg, out)
     # distinct answers: over unsolved problems only; the best program's tests: per seed, over every problem (VPO
     # seed 0 kept the target for problem 11 and nothing elsewhere: 1/3)
     assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | 0.333 / 0.000 |" in lines
@@ -320,7 +320,7 @@ def test_forms_per_family_by_hand():
     cache = {"targets": [["max(-x+7,2)", "clamp"], ["abs(x-1)", "distance"]],
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""], ["abs(x)", "x%2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], ["abs(x-1)", "3 if x<0 else 2 if x<4 else 3"]]}}
-    lines = report.family_forms_table(cache, "answers.json")
+    lines = report_code.family_forms_table(cache, "answers.json")
     # clamp: 4 written answers, 2 min/max, 1 three-level; distance: 4 answers, 2 abs, 1 three-level
     assert "| vpo | 0.50 / 0.25 | 0.50 / 0.25 |" in lines
 
@@ -343,16 +343,16 @@ def test_the_superseded_code_plan_reads_its_own_problems():
 
 
 def test_answer_forms_by_hand():
-    assert report.answer_form("2 if x<-1 else 2 if x<6 else 6") == "three levels"
-    assert report.answer_form("-1 if x<1 else -6 if x<7 else -1") == "three levels"
-    assert report.answer_form("abs(x-3)+1") == "abs" and report.answer_form("x%4-2") == "remainder"
-    assert report.answer_form("min(max(x,2),6)") == "clip" and report.answer_form("max(-x+7,2)") == "min/max"
-    assert report.answer_form("-1 if x<-1 else -x") == "other conditional" and report.answer_form("2*x+1") == "other"
+    assert report_code.answer_form("2 if x<-1 else 2 if x<6 else 6") == "three levels"
+    assert report_code.answer_form("-1 if x<1 else -6 if x<7 else -1") == "three levels"
+    assert report_code.answer_form("abs(x-3)+1") == "abs" and report_code.answer_form("x%4-2") == "remainder"
+    assert report_code.answer_form("min(max(x,2),6)") == "clip" and report_code.answer_form("max(-x+7,2)") == "min/max"
+    assert report_code.answer_form("-1 if x<-1 else -x") == "other conditional" and report_code.answer_form("2*x+1") == "other"
     cache = {"targets": [["max(-x+7,2)", "clamp"], ["1 if x<0 else 2 if x<4 else 3", "step3"]],
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""],
                                     ["9 if x<0 else 1 if x<1 else 2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], []]}}
-    lines = report.forms_table(cache)
+    lines = report_code.forms_table(cache)
     # only problem 0 counts (problem 1's target is three levels); vpo's 4 written answers there: 1 three-level,
     # 2 min/max, 1 abs
     assert "| vpo | 4 | 0.25 | 0.25 | 0.00 | 0.00 | 0.50 | 0.00 | 0.00 |" in lines
@@ -374,8 +374,8 @@ def test_below_base_reads_lowers_raises_or_unresolved_by_hand():
     bases = {1: {"pass@k": {"48": 0.7}}, 3: {"pass@k": {"48": 0.6}}}
     runs = {"GRPO": [r(0, 0.5, 1), r(1, 0.6, 1)], "VPO": [r(0, 0.65, 3), r(1, 0.7, 3)],
             "Multi-RLVR": [r(0, 0.5, 3), r(1, 0.7, 3)]}
-    lines = report.below_base_table(runs, bases)
+    lines = report_code.below_base_table(runs, bases)
     assert "| GRPO | 1 | 0.700 | s0: -0.200 | s1: -0.100 | -0.150 ± 0.050 | lowers |" in lines
     assert "| VPO | 3 | 0.600 | s0: +0.050 | s1: +0.100 | 0.075 ± 0.025 | raises |" in lines
     assert next(line for line in lines if line.startswith("| Multi-RLVR |")).endswith("| unresolved |")
-    assert report.below_base_table(runs, bases, need=3)[4].endswith("| 2 of 3 seeds: no reading yet |")
+    assert report_code.below_base_table(runs, bases, need=3)[4].endswith("| 2 of 3 seeds: no reading yet |")

@@ -1,0 +1,307 @@
+"""
+The code comparisons' part of results.md (results/PLAN_CODE.md, v2 and the superseded v1): pass@k, pass_hidden@k
+and best@k per step, the paired differences, pass@48 against the base, the forms of the answers, and the search
+tables with the plan's test.
+"""
+import os
+import re
+
+import numpy as np
+
+from results.plan import KS, base_metrics, code_problems, code_task, finished_runs, read_json, value
+from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_table,
+                            table)
+
+
+def code_section(cfg, out, group="code", key="search"):
+    """One code plan (results/PLAN_CODE.md; group "code" is v2, "code_v1" the superseded v1): pass@k, pass_hidden@k
+    and best@k per evaluation step, the paired differences, what RL does to pass@48 against the base, the forms of
+    the answers, and the search tables (results/search_jobs.py)."""
+    runs = finished_runs(cfg, out, group) if group in cfg else {}
+    if not runs:
+        return []
+    g = cfg[group]
+    bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+    ks, need = KS[1:], len(g["seeds"])
+    if g.get("frozen"):
+        lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
+                 f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
+                 "random, which paid a three-level template more than the right program (PLAN_CODE.md, \"Why v1 is "
+                 f"superseded\"); reported as measured, files under results/runs/{g['dir']}/.", ""]
+    else:
+        lines = [f"## Code, plan v2 (shown tests that pay for the program): {g['steps']} RL steps, "
+                 f"{g['steps'] * 8:,} prompts per arm", "",
+                 "Plan v2 of [PLAN_CODE.md](PLAN_CODE.md); GRPO writes 8 answers per prompt and step, matched GRPO "
+                 f"24 (24 rollouts), Multi-RLVR and VPO 24 (8 rollouts of 3); files under results/runs/{g['dir']}/.",
+                 ""]
+    lines += [f"pass@k (every shown test passes) over whole rollouts (k/m rollouts of m answers) at each evaluation "
+              f"step, {first_metrics(runs)['problems']} held-out problems, 48 answers each:", ""]
+    lines += step_table(runs, "pass@k", ks, bases) + [""]
+    single = [b for b in ("GRPO", "matched GRPO") if b in runs]
+    for b in single:
+        lines += paired_table(runs, "VPO", b, "pass@k", ks, "pass@k", need)
+    lines += ["Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that solve):",
+              ""]
+    lines += step_table(runs, "pooled_pass@k", KS, bases) + [""]
+    if not g.get("frozen"):
+        for b in single:
+            lines += paired_table(runs, "VPO", b, "pooled_pass@k", (1,), "pooled pass@1", need)
+    lines += ["pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", ""]
+    lines += step_table(runs, "pass_hidden@k", ks, bases) + [""]
+    lines += ["Code best@k (the fraction of shown tests passed by the best of k answers) over whole rollouts:", ""]
+    lines += step_table(runs, "best@k", ks, bases) + [""]
+    for b in single:
+        lines += paired_table(runs, "VPO", b, "best@k", ks, "code best@k", need)
+    lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k", need)
+    if not g.get("frozen"):
+        lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
+        lines += below_base_table(runs, bases, need=need)
+    lines += ["Diversity and the answers at each evaluation step:", ""]
+    lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
+                                      ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
+                                      ("pareto_frac", None, "Pareto frac.")], bases) + [""]
+    path = os.path.join(out, g["answers"])
+    if os.path.isfile(path):
+        cache = read_json(path)
+        lines += forms_table(cache, g["answers"])
+        if not g.get("frozen"):
+            lines += family_forms_table(cache, g["answers"])
+    return lines + search_section(cfg, out, key)
+
+
+def below_base_table(runs, bases, key="pass@k", k=48, need=None):
+    """Does RL lower pass@k at large k below the base? Per arm, final pass@48 minus the base's with the same m, per
+    seed, with the plan's reading (lowers / raises on every seed, else unresolved)."""
+    rows, width = [], max(len(rs) for rs in runs.values())
+    for label, rs in runs.items():
+        m = rs[0]["summary"]["metrics"]["m"]
+        if not bases.get(m) or value(bases[m], key, k) is None:
+            continue
+        base = value(bases[m], key, k)
+        ds = [value(r["summary"]["metrics"], key, k) - base for r in rs]
+        reading = "lowers" if all(d < 0 for d in ds) else "raises" if all(d > 0 for d in ds) else "unresolved"
+        reading = f"{len(ds)} of {need} seeds: no reading yet" if need and len(ds) < need else reading
+        rows.append([label, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
+                    + [""] * (width - len(ds)) + [pm(ds), reading])
+    if not rows:
+        return []
+    name = f"{key[:-2]}@{k}"
+    return [f"{name} at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
+        table(["method", "m", f"base {name}"] + [f"seed {i}" for i in range(width)] +
+              ["mean ± std", "reading (plan's rule)"], rows, PAIRED_STD_NOTE) + [""]
+
+
+THREE_LEVELS = re.compile(r"-?\d+ if x<-?\d+ else -?\d+ if x<-?\d+ else -?\d+")
+
+
+def answer_form(source):
+    """The syntactic form of a program: the shape of each family's target, or "other"."""
+    if THREE_LEVELS.fullmatch(source):
+        return "three levels"
+    for needle, form in (("abs(", "abs"), ("%", "remainder"), ("min(max(", "clip"), ("max(", "min/max"),
+                         ("min(", "min/max"), (" if ", "other conditional")):
+        if needle in source:
+            return form
+    return "other"
+
+
+FORMS = ("three levels", "abs", "remainder", "clip", "min/max", "other conditional", "other")
+
+
+def _arm_answers(cache, keep):
+    """{arm: written answers} of a forms cache, seeds pooled per arm, on the problems i with keep(family of i)."""
+    arms = {}
+    for name, entry in cache.items():
+        if name == "targets":
+            continue
+        arm = name if name.startswith("base") else name.rsplit("-s", 1)[0]
+        arms.setdefault(arm, []).extend(a for i, (_, family) in enumerate(cache["targets"]) if keep(family)
+                                        for a in entry["answers"][i] if a)
+    return arms
+
+
+def forms_table(cache, name="answers_code.json"):
+    """Share of the written answers in each form, per checkpoint (seeds pooled per arm), on the problems whose
+    target is not itself three levels: a three-level answer there is a partial program fitted to the tests."""
+    if "targets" not in cache:
+        return []
+    other = [i for i, (_, family) in enumerate(cache["targets"]) if family != "step3"]
+    arms = _arm_answers(cache, lambda family: family != "step3")
+    rows = [[arm, str(len(answers))] + [f"{sum(answer_form(a) == f for a in answers) / len(answers):.2f}"
+                                        for f in FORMS] for arm, answers in arms.items() if answers]
+    return ([f"What the models write (`{name}`: 12 answers per problem at T = 0.7, final weights, seeds "
+             f"pooled): the form of the written answers on the {len(other)} of the first {len(cache['targets'])} "
+             f"held-out problems whose target is not three constant levels:", ""]
+            + table(["checkpoint", "answers"] + list(FORMS), rows) + [""])
+
+
+OWN_FORM = {"clamp": "min/max", "clip": "clip", "distance": "abs", "remainder": "remainder", "step3": "three levels"}
+
+
+def family_forms_table(cache, name):
+    """Per family, the share of the written answers in the form of the family's targets and in the three-level
+    template, per checkpoint (seeds pooled per arm)."""
+    if "targets" not in cache:
+        return []
+    families = sorted({family for _, family in cache["targets"]})
+    per = {f: _arm_answers(cache, lambda family, f=f: family == f) for f in families}
+    rows = []
+    for arm in per[families[0]]:
+        cells = []
+        for f in families:
+            answers = per[f].get(arm, [])
+            forms = [answer_form(a) for a in answers]
+            cells.append(f"{forms.count(OWN_FORM[f]) / len(forms):.2f} / {forms.count('three levels') / len(forms):.2f}"
+                         if forms else "-")
+        rows.append([arm] + cells)
+    return ([f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
+             "three-level template (on step3 the two are the same form):", ""]
+            + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""])
+
+
+def search_section(cfg, out, key="search"):
+    """Problems solved within each budget by the evolutionary search and by sampling, per seed; the paper's count
+    (problems some seed of one method solves and no seed of the other ever does) per pair of methods, and the
+    plan's test of it (results/PLAN_CODE.md v2, "The deciding test")."""
+    from results.search_jobs import label, read_searches
+    from search import solved_by_budget
+    found, hard = read_searches(cfg, out, key)
+    if not hard or not any(found.values()):
+        return []
+    s, group = cfg[key], cfg[cfg[key]["group"]]
+    lines = ["### Evolutionary search on the hardest held-out problems", "",
+             f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the "
+             f"searched checkpoints solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: "
+             f"{s['budget']} {s['unit']} per problem (T = {s['temperature']}); problems solved within each budget, per "
+             f"seed (s0 / s1 / ...), and their mean. Sampling: fresh samples from the plain prompt with the same "
+             f"budget. The last two columns (not in the plans): distinct non-empty answers written on a problem the "
+             f"run did not solve, over its whole budget (mean over such problems); and, per seed, the fraction of "
+             f"shown tests that the best program the search kept passes, averaged over the problems (1 where "
+             f"solved).", ""]
+    budgets = s["budgets"]
+    task = code_task(cfg, s["group"])  # scores a program on a problem's tests; v1's problems come from its file
+    problems = code_problems(cfg, out, s["group"], hard["screened"])
+
+    def best_tests(problem, res):  # the fraction of shown tests the search's best program passes (0: none kept)
+        return float(task.score(problem, res["best"]).mean()) if res.get("best") is not None else 0.0
+    rows = []
+    for kind in ("evolve", "sample"):
+        for slug, runs in found[kind].items():
+            counts = [solved_by_budget(r["results"], budgets) for r in runs]
+            distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
+            best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
+                    for r in runs] if kind == "evolve" else []
+            rows.append([label(kind, slug), str(len(runs))]
+                        + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
+                           for b in budgets]
+                        + [f"{np.mean(distinct):.0f}" if distinct else "-",
+                           " / ".join(f"{b:.3f}" for b in best) or "-"])
+    lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
+                   ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
+    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"))
+    return lines + solved_problems_table(found, task, problems)
+
+
+def only_by_tables(found, s, hard, frozen=None):
+    """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
+    budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
+    the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
+    the bootstrap interval over problems of the difference in problems solved per seed."""
+    from results.search_jobs import HOW, NAMES, solved_within
+    from search import bootstrap_difference, discordant_test, holm, solved_only_by
+    lines, full = [], s["budget"]
+
+    def solved(kind, slug, budget=None):
+        return [solved_within(r, budget) for r in found[kind][slug]]
+    for a, b in s["pairs"]:
+        rows = []
+        for kind in ("evolve", "sample"):
+            if a in found[kind] and b in found[kind]:
+                for budget in s["budgets"]:
+                    only_a, only_b, both = solved_only_by(solved(kind, a, budget), solved(kind, b, budget))
+                    rows.append([HOW[kind], str(budget), str(len(only_a)), str(len(only_b)), str(len(both))])
+        if rows:
+            lines += [f"Problems solved by some seed of {NAMES[a]} and by no seed of {NAMES[b]}, and the reverse (the "
+                      f"paper's claim: VPO checkpoints solve problems GRPO checkpoints never do):", ""]
+            lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows)
+            lines += [""]
+    tests = []  # (kind, A, B, a, b, p)
+    for kind in ("evolve", "sample"):
+        for a, b in s["pairs"]:
+            if a in found[kind] and b in found[kind]:
+                only_a, only_b, _ = solved_only_by(solved(kind, a), solved(kind, b))
+                tests.append((kind, NAMES[a], NAMES[b], len(only_a), len(only_b),
+                              discordant_test(len(only_a), len(only_b))))
+    for slug in sorted(set(found["evolve"]) & set(found["sample"]), key=list(NAMES).index):
+        only_a, only_b, _ = solved_only_by(solved("evolve", slug), solved("sample", slug))
+        tests.append(("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling", len(only_a), len(only_b),
+                      discordant_test(len(only_a), len(only_b))))
+    if not tests:
+        return lines
+    deciding = [t for t in tests if t[0] == "evolve"]
+    complete = len(deciding) == len(s["pairs"])
+    rejected = holm([t[5] for t in deciding]) if complete else [False] * len(deciding)
+    rows = []
+    for t in tests:
+        kind, a, b, na, nb, p = t
+        if kind == "evolve" and complete:
+            reject = rejected[deciding.index(t)]
+            if reject:
+                reading = (f"{a}'s searches solve problems {b}'s never do, more often than the reverse" if na > nb
+                           else f"{b}'s searches solve problems {a}'s never do, more often than the reverse")
+            else:
+                reading = "no difference detected at this power"
+        elif kind == "evolve":
+            reading = "waiting for every pair's searches (Holm)"
+        else:
+            reading = "descriptive"
+        how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]
+        rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
+    note = (" (computed after v1's runs: v1's plan named no test)" if frozen else
+            "; the search rows are the plan's verdict, with Holm over its pairs at familywise α = 0.05")
+    lines += [f"The sign test over problems at the full budget ({full} {s['unit']}): a = problems some seed of the "
+              f"first solves and no seed of the second, b = the reverse, p = min(1, 2 P(X ≥ max(a, b))), "
+              f"X ~ Binomial(a + b, 1/2){note}:", ""]
+    lines += table(["how", "A − B", "a", "b", "n", "p", "reading"], rows) + [""]
+    rows = []
+    for a, b in s["pairs"]:
+        if a in found["evolve"] and b in found["evolve"]:
+            diff, low, high = bootstrap_difference(solved("evolve", a), solved("evolve", b), hard["problems"])
+            mean = lambda slug: np.mean([len(x) for x in solved("evolve", slug)])  # noqa: E731
+            plus = lambda x: f"{round(x, 9) + 0.0:+.2f}"  # noqa: E731  (no "-0.00")
+            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{mean(a):.2f}", f"{mean(b):.2f}", plus(diff),
+                         f"[{plus(low)}, {plus(high)}]"])
+    if rows:
+        lines += ["Problems solved per seed by the search at the full budget, mean over seeds, and the 95% bootstrap "
+                  "interval of the difference (10,000 resamples of the problems, seed 0; descriptive):", ""]
+        lines += table(["A − B", "A", "B", "difference", "95% interval"], rows) + [""]
+    return lines
+
+
+def solved_problems_table(found, task, problems):
+    """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
+    many answers), and whether the searches' solving programs also pass the hidden tests (sampling jobs keep no
+    programs)."""
+    from results.search_jobs import label, solved_within
+    columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
+    solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
+    if not solved:
+        return []
+    rows = []
+    for p in solved:
+        cells, hidden = [], []
+        for kind, slug in columns:
+            hits = []
+            for r in found[kind][slug]:
+                res = r["results"][r["problems"].index(p)]
+                if res["solved_at"] is not None:
+                    hits.append(f"s{r['rl_seed']} ({res['solved_at']})")
+                    if res.get("best") is not None:
+                        hidden.append(task.solved_hidden(problems[p], res["best"]))
+            cells.append(", ".join(hits) or "-")
+        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
+                    [f"{sum(hidden)} / {len(hidden)}" if hidden else "-"])
+    header = ["problem", "family", "target"] + [label(kind, slug) for kind, slug in columns]
+    return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
+            "many of the searches' solving programs also pass the problem's hidden tests:", ""] + \
+        table(header + ["search programs passing hidden tests"], rows) + [""]

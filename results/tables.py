@@ -1,0 +1,148 @@
+"""
+The tables of results.md: mean ± std over seeds, paired differences with the plans' reading, per-step tables, and
+the compute the runs took (report.py and report_code.py write them).
+"""
+import os
+
+import numpy as np
+
+from results.plan import at_step, eval_steps, read_json, read_jsonl_or_empty, value
+
+
+def pm(values, digits=3):
+    """'mean ± std' over seeds, or the one value."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=0):.{digits}f}"
+
+
+STD_NOTE = "± is the population standard deviation (ddof 0) over the seeds."
+PAIRED_STD_NOTE = "± is the population standard deviation (ddof 0) of the per-seed differences."
+
+
+def table(header, rows, note=STD_NOTE):
+    """A markdown table; where a cell holds a mean ± std, the note saying which std follows it (after a blank
+    line: a line right under a table would be read as one more row)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    if note and any(" ± " in cell for r in rows for cell in r):
+        lines += ["", note]
+    return lines
+
+
+def paired(runs, a, b, key, ks, step=None):
+    """Per seed d_s(k) = key@k(a, s) − key@k(b, s) at an evaluation step (default: the end) for the seeds both
+    finished. -> (seeds, {k: [d_s]})."""
+    def metrics(r):
+        return r["summary"]["metrics"] if step is None else at_step(r, step)
+    ra = {r["seed"]: metrics(r) for r in runs.get(a, []) if metrics(r)}
+    rb = {r["seed"]: metrics(r) for r in runs.get(b, []) if metrics(r)}
+    seeds = sorted(set(ra) & set(rb))
+    return seeds, {k: [value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
+                       if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
+
+
+def verdict(ds, a, b, need=None):
+    """The plan's rule: every seed's difference of one sign decides; anything else is unresolved. need: the seeds
+    the plan runs; before they have all finished there is no reading."""
+    if not ds:
+        return "-"
+    if need and len(ds) < need:
+        return f"{len(ds)} of {need} seeds: no reading yet"
+    if all(d > 0 for d in ds):
+        return f"{a} ahead on every seed"
+    if all(d < 0 for d in ds):
+        return f"{b} ahead on every seed"
+    return "unresolved"
+
+
+def paired_table(runs, a, b, key, ks, name, need=None):
+    """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading (none
+    before the plan's `need` seeds have finished)."""
+    rows, seeds_seen = [], None
+    for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
+        seeds, diffs = paired(runs, a, b, key, ks, step)
+        if not seeds:
+            continue
+        seeds_seen = seeds_seen or seeds
+        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [""] * (len(seeds_seen) - len(diffs[k]))
+                 + [pm(diffs[k]), verdict(diffs[k], a, b, need)] for k in ks if diffs[k]]
+    if not rows:
+        return []
+    return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
+        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"], rows,
+              PAIRED_STD_NOTE) + [""]
+
+
+def step_table(runs, key, ks, bases):
+    """key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over seeds."""
+    rows = []
+    for label, rs in runs.items():
+        base = bases.get(rs[0]["summary"]["metrics"]["m"])
+        if base:
+            rows.append([label, "0 (base)", "-"] + [pm([value(base, key, k)]) for k in ks])
+        for step in eval_steps(rs):
+            ms = [at_step(r, step) for r in rs if at_step(r, step)]
+            rows.append([label, str(step), str(len(ms))] + [pm([value(m, key, k) for m in ms]) for k in ks])
+    return table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows)
+
+
+def scalar_step_table(runs, keys, bases):
+    """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
+    def get(metrics, key, k):
+        return metrics.get(key) if k is None else value(metrics, key, k)
+    rows = []
+    for label, rs in runs.items():
+        base = bases.get(rs[0]["summary"]["metrics"]["m"])
+        if base:
+            rows.append([label, "0 (base)", "-"] + [pm([get(base, key, k)]) for key, k, _ in keys])
+        for step in eval_steps(rs):
+            ms = [at_step(r, step) for r in rs if at_step(r, step)]
+            rows.append([label, str(step), str(len(ms))] + [pm([get(m, key, k) for m in ms]) for key, k, _ in keys])
+    return table(["method", "step", "seeds"] + [name for _, _, name in keys], rows)
+
+
+def other_table(runs, task, bases=(), k=48):
+    """The rest of the final evaluation: pass, E_w, diversity, Pareto, validity, per-dimension means, time."""
+    dims = None
+    rows = []
+    for label, metrics_list, seconds in [(lb, [r["summary"]["metrics"] for r in rs],
+                                          [r["summary"]["train_seconds"] for r in rs]) for lb, rs in runs.items()] + \
+            [(lb, [m], None) for lb, m in bases if m]:
+        dims = dims or list(metrics_list[0]["dim_means"])
+        row = [label, pm([value(m, "pass@k", k) for m in metrics_list]),
+               pm([value(m, "E_w[best@k]", k) for m in metrics_list])]
+        row += [pm([m[key] for m in metrics_list], 2 if key == "pareto_distinct" else 3)
+                for key in ("diversity", "pareto_frac", "pareto_distinct", "valid_rate", "distinct_rate")]
+        row += [pm([m["dim_means"][d] for m in metrics_list]) for d in dims]
+        row.append("-" if seconds is None else f"{np.mean(seconds):.0f}")
+        rows.append(row)
+    if task == "code":
+        names = ["pass@48", "E_w[best@48]"]
+    else:
+        names = ["pass@48 (reach E)", "E_w[best@48]"]
+    return table(["method"] + names + ["diversity", "Pareto frac.", "Pareto distinct", "valid", "distinct"]
+                 + [f"mean {d}" for d in dims or []] + ["train s"], rows)
+
+
+def compute_seconds(out):
+    """Seconds inside the runs (warm start, RL, evaluations), read back from their files."""
+    total = 0.0
+    for root, _, files in os.walk(os.path.join(out, "runs")):
+        if "summary.json" in files:
+            s = read_json(os.path.join(root, "summary.json"))
+            total += s["train_seconds"] + s["eval_seconds"]
+        elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
+            total += read_jsonl_or_empty(os.path.join(root, "log.jsonl"))[-1]["seconds"]
+    return total
+
+
+def wall_seconds(out):
+    """Wall-clock time of the reproduce.py invocations that ran jobs (out/runs/timeline.jsonl)."""
+    return sum(row["end"] - row["start"] for row in read_jsonl_or_empty(os.path.join(out, "runs", "timeline.jsonl")))
+
+
+def first_metrics(runs):
+    return next(iter(runs.values()))[0]["summary"]["metrics"]
