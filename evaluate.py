@@ -53,7 +53,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
              max_rows=1024, num_pools=4, weights=None, amp=True, geometry=None):
     """Sample answers_per_problem answers (ceil(./m) rollouts) for every problem and score them. weights: the
     vector written into goal-conditioned prompts (None: plain prompts). amp: bf16 autocast on CUDA. geometry: a
-    vpo.Geometry the run trained with (--reward_geometry): "dimensions_seen" then describes the vector it saw.
+    tasks.geometry.Geometry the run trained with (--reward_geometry): "dimensions_seen" then describes the vector it saw.
 
     Problem i samples from its own stream (seeded by (seed, i)), so the metrics do not depend on how the problems
     are batched. Under torchrun every rank evaluates its share of the problems (dist.shard) and every rank returns

@@ -40,6 +40,7 @@ from sample import rollout, slot_rewards
 from sft import SFTConfig, new_model, train_base, warm_start
 from tasks import TASKS
 from tasks import tokenizer as tok
+from tasks.geometry import parse_geometry
 
 ALGOS = ("sft",) + tuple(vpo.METHODS)
 WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
@@ -141,7 +142,7 @@ class RLConfig:
     group_size: int = 8                        # G rollouts per prompt (x m with match_budget, single-answer)
     num_answers: int = 3                       # m answers per rollout of the set methods
     match_budget: bool = False
-    reward_geometry: str = ""                  # vpo.parse_geometry's spec ("": the task's vector)
+    reward_geometry: str = ""                  # tasks.geometry.parse_geometry's spec ("": the task's vector)
     num_weights: int = 100                     # N weight draws per prompt (VPO)
     alpha: float = 1.0                         # Dirichlet concentration
     weight_sampler: str = "iid"
@@ -177,7 +178,7 @@ def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, de
     mine = dist.shard_groups(B, M)                                                   # all B in one process
     problems = task.problems("train", B, seed=step_seed(cfg.seed, 3, step))
     problems = [problems[b] for b in mine]
-    geometry = vpo.parse_geometry(cfg.reward_geometry, task.objectives, task.deploy_weights)   # checked up front
+    geometry = parse_geometry(cfg.reward_geometry, task.objectives, task.deploy_weights)   # checked up front
     w = method_weights(method.weights, cfg, step, geometry.dim(task.dim))  # VPO's N per prompt, one, or None
     seeds = [step_seed(cfg.seed, 4, step, b) for b in mine]                          # prompt b's sampling stream
     model.eval()
@@ -321,8 +322,8 @@ def train(args, task, model, directory, device, state=None, quiet=False):
 
 
 def geometry_of(args, task):
-    """The run's --reward_geometry as a vpo.Geometry (the evaluation describes the vector the run saw too)."""
-    return vpo.parse_geometry(getattr(args, "reward_geometry", ""), task.objectives, task.deploy_weights)
+    """The run's --reward_geometry as a tasks.geometry.Geometry (the evaluation describes the vector the run saw too)."""
+    return parse_geometry(getattr(args, "reward_geometry", ""), task.objectives, task.deploy_weights)
 
 
 def evaluate_during(args, task, model, directory, device, problems, ks, step):

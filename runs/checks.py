@@ -12,6 +12,7 @@ from runs import dist
 from runs.cli import UsageError, given_flags, load_model, make_task, pick_device
 from runs.dirs import check_out_dir, check_overwritable, check_resume_device, check_run_name, resumed_args
 from sample import prompt_ids
+from tasks.geometry import parse_geometry
 
 
 def check_args(args, ks):
@@ -85,7 +86,7 @@ def check_method(args, task):
     if args.warm_start not in task.demo_styles:
         raise UsageError(f"--warm_start {args.warm_start}: task {args.task} has {', '.join(task.demo_styles)}")
     try:
-        vpo.parse_geometry(args.reward_geometry, task.objectives, task.deploy_weights)
+        parse_geometry(args.reward_geometry, task.objectives, task.deploy_weights)
     except ValueError as e:
         raise UsageError(f"--reward_geometry {e}") from None
     method = vpo.METHODS.get(args.algo)

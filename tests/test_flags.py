@@ -11,6 +11,7 @@ import search
 import train
 import vpo
 from runs.seeding import prompt_weights
+from tasks.geometry import parse_geometry
 
 # a value other than the default for each option (sobol draws Dir(1) only, so alpha's value is tested with iid)
 OTHER = {"scale": "batch", "num_weights": 7, "alpha": 0.3, "weight_sampler": "sobol", "max_at_k": 3,
@@ -46,7 +47,7 @@ def what_the_method_computes(algo, cfg):
     rewards = torch.rand((4, 8, m, 3), generator=g).round(decimals=1)
     mask = torch.rand((4, 8, m), generator=g) > 0.2
     w_star = torch.full((3,), 1 / 3).numpy()
-    geometry = vpo.parse_geometry(cfg.reward_geometry, ["a", "b", "c"], w_star)
+    geometry = parse_geometry(cfg.reward_geometry, ["a", "b", "c"], w_star)
     w = train.method_weights(method.weights, cfg, 5, geometry.dim(3))
     seen, w_seen = geometry.apply(rewards, w_star)
     adv, _ = method.advantages(seen, mask, w_seen, w, cfg)

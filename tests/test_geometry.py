@@ -1,4 +1,4 @@
-"""--reward_geometry (vpo.Geometry): the vector the vector methods see is reshaped, the deployment scalar w*ᵀr is
+"""--reward_geometry (tasks/geometry.py): the vector the vector methods see is reshaped, the deployment scalar w*ᵀr is
 not, on every task; by hand, on random vectors, and in a whole run (none and collinear=0 are the same run)."""
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import torch
 import train
 import vpo
 from tasks import get_task
+from tasks.geometry import parse_geometry
 
 W4 = np.full(4, 0.25)
 MAZE = ["exit", "gold", "diamonds", "no_lava"]
@@ -15,17 +16,17 @@ MAZE = ["exit", "gold", "diamonds", "no_lava"]
 def test_the_three_reshapings_by_hand():
     r = torch.tensor([[1.0, 0.5, 0.0, 1.0]])
     # merge gold+diamonds: one item dimension (0.25 * 0.5 + 0.25 * 0) / 0.5 = 0.25, weight 0.5, at gold's place
-    seen, w = vpo.parse_geometry("merge=gold+diamonds", MAZE, W4).apply(r, W4)
+    seen, w = parse_geometry("merge=gold+diamonds", MAZE, W4).apply(r, W4)
     assert seen.tolist() == [[1.0, 0.25, 1.0]] and w.tolist() == [0.25, 0.5, 0.25]
     # repeat exit: exit's copy last, both copies at half exit's weight
-    seen, w = vpo.parse_geometry("repeat=exit", MAZE, W4).apply(r, W4)
+    seen, w = parse_geometry("repeat=exit", MAZE, W4).apply(r, W4)
     assert seen.tolist() == [[1.0, 0.5, 0.0, 1.0, 1.0]] and w.tolist() == [0.125, 0.25, 0.25, 0.25, 0.125]
     # collinear 0.5: w*ᵀr = 0.625; r_rho = 0.5 r + 0.5 * 0.625
-    seen, w = vpo.parse_geometry("collinear=0.5", MAZE, W4).apply(r, W4)
+    seen, w = parse_geometry("collinear=0.5", MAZE, W4).apply(r, W4)
     assert seen.tolist() == [[0.8125, 0.5625, 0.3125, 0.8125]] and w.tolist() == W4.tolist()
     # two merged groups, unequal weights: (0.1 * 1 + 0.3 * 0.5) / 0.4 and (0.2 * 0 + 0.4 * 1) / 0.6
     w_star = np.array([0.1, 0.3, 0.2, 0.4])
-    geometry = vpo.parse_geometry("merge=exit+gold,diamonds+no_lava", MAZE, w_star)
+    geometry = parse_geometry("merge=exit+gold,diamonds+no_lava", MAZE, w_star)
     seen, w = geometry.apply(r, w_star)
     assert geometry.dim(4) == 2 and np.allclose(w, [0.4, 0.6])
     assert torch.allclose(seen, torch.tensor([[0.625, 0.4 / 0.6]]))
@@ -34,7 +35,7 @@ def test_the_three_reshapings_by_hand():
 def test_none_and_rho_zero_are_the_vector_itself():
     r = torch.rand(2, 3, 1, 4)
     for spec in ("", "collinear=0", "collinear=0.0"):
-        geometry = vpo.parse_geometry(spec, MAZE, W4)
+        geometry = parse_geometry(spec, MAZE, W4)
         assert geometry.identity and geometry.dim(4) == 4
         seen, w = geometry.apply(r, W4)
         assert seen is r and w is W4
@@ -53,7 +54,7 @@ def test_the_deployment_scalar_is_unchanged_on_every_task(name):
     r = torch.rand((5, 4, 3, len(names)), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     scalar = r @ torch.as_tensor(w_star, dtype=torch.float64)
     for spec in specs:
-        geometry = vpo.parse_geometry(spec, names, w_star)
+        geometry = parse_geometry(spec, names, w_star)
         seen, w = geometry.apply(r, w_star)
         assert seen.shape == r.shape[:-1] + (geometry.dim(len(names)),), spec
         assert torch.allclose(seen @ torch.as_tensor(w, dtype=torch.float64), scalar), spec
@@ -96,7 +97,7 @@ def test_the_evaluation_describes_the_vector_the_run_saw():
     from metrics import dimension_geometry, within_covariance
     task = get_task("maze")
     pools = [np.array([[1, 0, 0, 1], [1, 1, 0, 0.5], [1, 0, 1, 1], [1, 1, 1, 0.5]], float)] * 2
-    geometry = vpo.parse_geometry("collinear=0.95", MAZE, task.deploy_weights)
+    geometry = parse_geometry("collinear=0.95", MAZE, task.deploy_weights)
     seen = [geometry.apply(torch.as_tensor(p), task.deploy_weights)[0].numpy() for p in pools]
     plain, reshaped = (dimension_geometry(within_covariance(x)[0]) for x in (pools, seen))
     assert plain["varying"] == 3 and reshaped["varying"] == 4 and reshaped["dim_corr"] > 0.9 > plain["dim_corr"]
@@ -106,7 +107,7 @@ def test_the_evaluation_describes_the_vector_the_run_saw():
     torch.manual_seed(0)
     model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=32, vocab_size=train.model_config(
         train.get_parser().parse_args([])).vocab_size, block_size=256))
-    repeat = vpo.parse_geometry("repeat=left", toy.objectives, toy.deploy_weights)
+    repeat = parse_geometry("repeat=left", toy.objectives, toy.deploy_weights)
     problems = toy.problems("test", 2, seed=0)
     with_geometry, _ = evaluate.evaluate(model, toy, problems, 3, [3], 6, geometry=repeat)
     without, _ = evaluate.evaluate(model, toy, problems, 3, [3], 6)
