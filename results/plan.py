@@ -102,7 +102,7 @@ def code_problems(cfg, out, group, n):
 def jobs_of(cfg):
     """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
     cut short has both main arms for its first seeds), then the baselines seed by seed.
-    -> list of dicts: group, label, slug, seed, task, argv, base (warm-start tag), name, dir (under out/runs),
+    -> list of dicts: group, label, slug, seed, task, argv, name, dir (under out/runs),
     frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None)."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
@@ -116,7 +116,7 @@ def jobs_of(cfg):
                 *[a for opt in g.get("task_opt", []) for a in ("--task_opt", opt)],
                 "--keep_eval_ckpts", *base_eval, *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
-                "base": (g["task"], "auto"), "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
+                "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
                 "frozen": g.get("frozen")}
     return [job(group, arm[0], arm[1], arm[2], seed) for group in GROUPS if group in cfg
             for seed in cfg[group]["seeds"] for arm in GROUPS[group] if len(arm) < 4 or seed in arm[3]]

@@ -31,6 +31,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import time
 
@@ -79,7 +80,7 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     search = (search_jobs.pending(cfg, out) if "code" in groups else []) + review_jobs.pending(cfg, out, groups)
     logs = os.path.join(out, "runs", "logs")
     os.makedirs(logs, exist_ok=True)
-    bases = {j["base"]: base_path(j, out) for j in train_jobs}
+    bases = {(j["dir"], j["name"]): base_path(j, out) for j in train_jobs}
     threads = 1 if jobs > 1 else None
     saved = os.environ.get("OMP_NUM_THREADS")
     if threads:
@@ -91,6 +92,28 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = saved
+
+
+def cache_key(path):
+    """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
+    with, never where)."""
+    return os.path.basename(os.path.dirname(path))
+
+
+def share_base(path, paths):
+    """A base missing at `path` that another group's directory already holds under the same cache key is copied
+    there (atomically, with its log), so that each warm start is trained once per reproduction."""
+    if os.path.isfile(path):
+        return
+    for other in paths:
+        if other != path and cache_key(other) == cache_key(path) and os.path.isfile(other):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            log = os.path.join(os.path.dirname(other), "log.jsonl")
+            if os.path.isfile(log):
+                shutil.copyfile(log, os.path.join(os.path.dirname(path), "log.jsonl"))
+            shutil.copyfile(other, path + ".tmp")
+            os.replace(path + ".tmp", path)
+            return
 
 
 def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
@@ -105,14 +128,16 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
             for j in list(train_jobs):
                 if len(running) >= jobs:
                     break
-                if j["base"] in busy and not os.path.isfile(bases[j["base"]]):  # being trained by a running job
+                path = bases[j["dir"], j["name"]]
+                share_base(path, bases.values())
+                if cache_key(path) in busy and not os.path.isfile(path):  # being trained by a running job
                     continue
                 train_jobs.remove(j)
-                busy.add(j["base"])
+                busy.add(cache_key(path))
                 out_dir = runs_dir(out, j)
                 print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
                 log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
-                running[pool.submit(train_job, j["argv"], out_dir, log)] = j
+                running[pool.submit(train_job, j["argv"], out_dir, log)] = {**j, "base": cache_key(path)}
             for j in list(search):  # in order: a job starts once the files it needs exist
                 if len(running) >= jobs:
                     break

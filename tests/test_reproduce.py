@@ -379,3 +379,28 @@ def test_below_base_reads_lowers_raises_or_unresolved_by_hand():
     assert "| VPO | 3 | 0.600 | s0: +0.050 | s1: +0.100 | 0.075 ± 0.025 | raises |" in lines
     assert next(line for line in lines if line.startswith("| Multi-RLVR |")).endswith("| unresolved |")
     assert report_code.below_base_table(runs, bases, need=3)[4].endswith("| 2 of 3 seeds: no reading yet |")
+
+
+def test_share_base_copies_a_base_of_the_same_key_only(tmp_path):
+    a, b, c = (str(tmp_path / d / "base" / k / "ckpt.pt") for d, k in (("x", "maze-1"), ("y", "maze-1"), ("z", "maze-2")))
+    os.makedirs(os.path.dirname(a))
+    with open(a, "w") as f:
+        f.write("weights")
+    reproduce.share_base(c, [a, b, c])
+    assert not os.path.exists(c)                     # another key: never copied
+    reproduce.share_base(b, [a, b, c])
+    assert open(b).read() == "weights" and not os.path.exists(b + ".tmp")
+
+
+def test_groups_in_other_directories_train_their_shared_base_once(tmp_path):
+    """Two groups under different runs/ directories with one warm start: it is trained once, copied for the other,
+    and the second group's run does not wait for the first to finish (its base is copied when it appears)."""
+    cfg = {"main": {"task": "maze", "seeds": [0], "steps": 1, "eval_every": 1},
+           "baselines": {"task": "maze", "dir": "maze-elsewhere", "seeds": [0], "steps": 1, "eval_every": 1},
+           "common": plan.QUICK["common"] + ["--eval_problems", "2"]}
+    assert reproduce.run_all(cfg, str(tmp_path), 2, None, ["main", "baselines"]) == []
+    logs = [p.read_text() for p in (tmp_path / "runs" / "logs").glob("*.log")]
+    assert len(logs) == 4 and sum("no cached base" in t for t in logs) == 1
+    assert not any("another run is training" in t for t in logs)
+    (first,), (second,) = (list((tmp_path / "runs" / d / "base").glob("*/ckpt.pt")) for d in ("maze", "maze-elsewhere"))
+    assert first.parent.name == second.parent.name and first.read_bytes() == second.read_bytes()
