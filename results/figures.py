@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from results.dimensions import code_point, geometry_points
 from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, compute_at, eval_steps, finished_runs, value
 from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
@@ -364,6 +365,11 @@ def write_figures(cfg, out, runs):
             names.append("routes_maze.png")
     for group, key in CODE_PLANS:
         names += code_figures(cfg, out, group, key)
+    points = geometry_points(cfg, out, runs) if runs else []
+    if points:
+        dimensions_figure(points, code_point(cfg, out), os.path.join(out, "dimensions_maze.png"),
+                          "VPO's lead over GRPO against the reward dimensions it sees (maze geometries; code)")
+        names.append("dimensions_maze.png")
     pilot = os.path.join(out, "pilot")
     logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
             (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))
@@ -373,3 +379,23 @@ def write_figures(cfg, out, runs):
                            "maze, VPO (pilot seed 99): answer slots written and their length")
         names.append("answer_room_maze.png")
     return names
+
+
+def dimensions_figure(points, code, path, suptitle, k=48):
+    """VPO's lead against the geometry of the reward dimensions it sees (results/dimensions.py): one point per
+    setting at the base answers' mean pairwise correlation (left) and effective rank over dimensions (right), its
+    seeds' differences as dots and their mean as a marker; the code task's point, a different metric, in grey."""
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), squeeze=False)
+    for col, (name, xlabel) in enumerate((("dim_corr", "mean pairwise correlation of the dimensions (base answers)"),
+                                          ("eff_rank", "effective rank / dimensions (base answers)"))):
+        ax = axes[0][col]
+        for i, p in enumerate(points + ([code] if code else [])):
+            if not p["base"] or not p["d"][k] or p["base"].get(name) is None:
+                continue
+            x = p["base"][name] / (p["base"]["varying"] if name == "eff_rank" else 1)
+            colour = "0.5" if p is code else f"C{i}"
+            ax.scatter([x] * len(p["d"][k]), p["d"][k], color=colour, s=12, alpha=0.5)
+            ax.scatter([x], [np.mean(p["d"][k])], color=colour, s=60, marker="D", label=p["label"])
+        ax.axhline(0.0, color="0.7", lw=0.8)
+        _label(ax, f"VPO − GRPO at k = {k} (seeds: dots; mean: diamond)", xlabel)
+    _save(fig, axes[0][0], path, suptitle)

@@ -9,6 +9,7 @@ under it; a single seed is shown alone.
 """
 import os
 
+from results.dimensions import geometry_points
 from results.plan import CODE_PLANS, KS, at_step, base_metrics, finished_runs, value
 from results.report_code import code_section
 from results.tables import (PAIRED_STD_NOTE, STD_NOTE, compute_seconds, first_metrics, other_table,  # noqa: F401
@@ -119,27 +120,16 @@ def review_section(cfg, out, v3):
                   "more classes; the best of 48 answers' gold and diamonds):", ""]
         lines += table(["method", "seeds", "exit", "gold", "diamonds", "both", "no item", "pools gold & diamonds",
                         "completions ≥ 2 classes", "best@48 gold", "best@48 diamonds"], rows) + [""]
-    if groups.get("geometry") and "GRPO" in v3:
-        rows = []
-        step = cfg["geometry"]["steps"]
-        for label, rs in [("VPO (v3, ρ = 0)", v3["VPO"])] + list(groups["geometry"].items()):
-            ds = {k: [] for k in (3, 12, 48)}
-            for r in rs:
-                grpo = next((g for g in v3["GRPO"] if g["seed"] == r["seed"]), None)
-                if grpo and at_step(r, step) and at_step(grpo, step):
-                    for k in ds:
-                        ds[k].append(value(at_step(r, step), "pooled_best@k", k) - value(at_step(grpo, step),
-                                                                                     "pooled_best@k", k))
-            seen = [r["summary"]["metrics"].get("dimensions_seen") or r["summary"]["metrics"].get("dimensions")
-                    for r in rs]
-            base = next((r["summary"].get("base_metrics") for r in rs if r["summary"].get("base_metrics")), None)
-            base_seen = (base or {}).get("dimensions_seen") or (base or {}).get("dimensions")
-            rows.append([label, str(len(ds[3]))] + [pm(ds[k]) for k in ds]
-                        + [pm([x["dim_corr"] for x in seen if x]), pm([x["eff_rank"] for x in seen if x], 2),
-                           f"{base_seen['dim_corr']:.3f} / {base_seen['eff_rank']:.2f}" if base_seen else "-"])
-        lines += [f"VPO under each reward geometry minus v3's GRPO of the same seed at step {step}, pooled best@k, and "
-                  "the dimensions VPO saw (mean pairwise correlation, effective rank) over the policy's and the "
-                  "base's held-out answers:", ""]
+    points = geometry_points(cfg, out, v3)
+    if points:
+        rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
+                + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
+                   f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
+                for p in points]
+        lines += [f"VPO under each reward geometry minus v3's GRPO of the same seed at step {cfg['geometry']['steps']}, "
+                  "pooled best@k, and the dimensions VPO saw (mean pairwise correlation, effective rank) over the "
+                  "policy's and the base's held-out answers (ρ = 0: measured on the rerun of v3's VPO; "
+                  "results/dimensions.py):", ""]
         lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
                         "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
     return lines

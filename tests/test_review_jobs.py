@@ -2,7 +2,10 @@
 import json
 import os
 
-from results import plan, review_jobs
+import numpy as np
+import pytest
+
+from results import dimensions, figures, plan, review_jobs
 from results.search_jobs import write_json
 
 
@@ -93,6 +96,10 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
            "pools": {"gold and diamonds": 0.25}, "best@k": {"48": {"gold": 0.3, "diamonds": 0.2}},
            "completions_two_classes": 0.8}
     write_json(str(out / "runs" / "maze" / "grpo_matched-s1" / "coverage.json"), cov)
+    summary = out / "runs" / "maze-geometry" / "vpo_rho0.5-s0" / "summary.json"   # what its base evaluation measures
+    run = json.loads(summary.read_text())
+    run["base_metrics"] = {**run["base_metrics"], "dimensions_seen": {"dim_corr": 0.5, "eff_rank": 2.0, "varying": 4}}
+    summary.write_text(json.dumps(run))
     cfg = {**plan.FULL, "geometry": {**plan.FULL["geometry"]}}
     v3 = {**plan.finished_runs(cfg, str(out), "main"), **plan.finished_runs(cfg, str(out), "baselines")}
     lines = report.review_section(cfg, str(out), v3)
@@ -103,6 +110,38 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     assert mine and mine[0] == v3_row                                     # the same seeds' differences
     row = next(line for line in lines if line.startswith("| VPO, collinear=0.5 |"))
     assert row.startswith("| VPO, collinear=0.5 | 2 |") and "0.077 ± 0.012 |" in row   # (+0.089 + 0.064) / 2 at k=48
+    assert row.endswith("| 0.500 / 2.00 |")
+    points = dimensions.geometry_points(cfg, str(out), v3)
+    assert [p["label"] for p in points] == ["VPO (v3, ρ = 0)", "VPO, collinear=0.5"] and points[0]["base"] is None
+    assert points[1]["d"][48] == pytest.approx([0.089, 0.064], abs=6e-4)
+    figures.dimensions_figure(points, None, str(tmp_path / "dims.png"), "test")
+    assert (tmp_path / "dims.png").stat().st_size > 0
     stop = next(line for line in lines if line.startswith("| matched GRPO | 0 | 250 |"))
     assert stop.count("|") == 7
     assert "| matched GRPO | 1 | 0.500 | 0.100 | 0.200 | 0.000 | 0.200 | 0.250 | 0.800 | 0.300 | 0.200 |" in lines
+
+
+def test_answer_dimensions_by_hand():
+    """Two code problems, the answers' per-test vectors known: within-problem covariance pooled, then correlation."""
+    from metrics import dimension_geometry, within_covariance
+    from tasks import get_task
+    task = get_task("code")
+    problems = task.problems("test", 2, seed=0)
+    answers = [[problems[0].target, "0", "", "x"], ["x", problems[1].target]]
+    expected = [np.array([task.score(problems[0], a) for a in ("0", "x")] + [task.score(problems[0], problems[0].target)]),
+                np.array([task.score(problems[1], a) for a in ("x", problems[1].target)])]
+    got = dimensions.answer_dimensions(task, problems, answers)
+    assert got == dimension_geometry(within_covariance(expected)[0])   # the empty answer is left out
+    assert got["varying"] >= 2
+
+
+def test_code_point_pairs_vpo_and_grpo_seed_by_seed(tmp_path):
+    """On the committed v2 code runs: VPO − GRPO pass@48 at step 500 per seed (+0.062, +0.031, −0.016, results.md)."""
+    import shutil
+    out = tmp_path / "results"
+    shutil.copytree("results/runs/code-v2", out / "runs" / "code-v2", ignore=shutil.ignore_patterns("search", "string-dedup"))
+    point = dimensions.code_point(plan.FULL, str(out))
+    assert point["d"][48] == pytest.approx([0.062, 0.031, -0.016], abs=6e-4)
+    assert len(point["policy"]) == 3 and point["base"]["varying"] == 8 and 0 < point["base"]["dim_corr"] < 1 and 1 < point["base"]["eff_rank"] < 8
+    os.remove(out / "runs" / "code-v2" / "answers_code.json")
+    assert dimensions.code_point(plan.FULL, str(out)) is None

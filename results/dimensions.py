@@ -1,0 +1,88 @@
+"""
+When VPO helps (docs/when_vpo_helps.md): VPO's lead over GRPO against how many directions the reward dimensions
+it sees span, measured on the base's answers before any training, as a team could measure its own.
+
+The points, read back from finished runs:
+  geometry   each reward geometry of results/PLAN_REVIEW.md: VPO − v3's GRPO of the same seed at step 750, pooled
+             best@k; the dimensions of the base's held-out answers as that geometry reshapes them (evaluate.py's
+             "dimensions_seen", from the setting's seed-0 run, which evaluates the base) and of the policy's own
+  rho = 0    v3's VPO against v3's GRPO at the same step; its dimensions from the rerun of v3 (the same weights by
+             the review plan's rule: the rerun's VPO seed 0 evaluates the base, v3 predates the measurement)
+  code       plan v2 of the code task: VPO − GRPO, pass@k at the final step; the dimensions (one per shown test) of
+             the base's (m = 3) and each VPO seed's written answers in the answers cache (12 per problem, T = 0.7)
+The dimensions: metrics.within_covariance (within problems) and metrics.dimension_geometry (mean pairwise
+correlation, effective rank = participation ratio; near 1 and near 1: the vector says no more than the scalar).
+"""
+import json
+import os
+
+import numpy as np
+
+from results.plan import at_step, code_problems, code_task, finished_runs, value
+
+KS = (3, 12, 48)
+
+
+def answer_dimensions(task, problems, answers):
+    """The reward dimensions' geometry over written answers: answers[i] the strings written for problems[i]
+    (empty ones left out), scored with task.score. -> metrics.dimension_geometry's dict."""
+    from metrics import dimension_geometry, within_covariance
+    pools = [np.array([task.score(p, a) for a in ys if a]) for p, ys in zip(problems, answers)]
+    return dimension_geometry(within_covariance([p for p in pools if len(p)])[0])
+
+
+def _dims(metrics):
+    """The dimensions a run's VPO saw in an evaluation: dimensions_seen under a reward geometry, else dimensions."""
+    metrics = metrics or {}
+    return metrics.get("dimensions_seen") or metrics.get("dimensions")
+
+
+def _differences(rs, others, step, key):
+    """{k: [VPO − other of the same seed at `step`]} over the seeds both have."""
+    out = {k: [] for k in KS}
+    for r in rs:
+        o = next((g for g in others if g["seed"] == r["seed"]), None)
+        if o and at_step(r, step) and at_step(o, step):
+            for k in KS:
+                out[k].append(value(at_step(r, step), key, k) - value(at_step(o, step), key, k))
+    return out
+
+
+def geometry_points(cfg, out, v3):
+    """The geometry sweep's points: [{label, d: {k: [per seed]}, policy: [dims per seed], base: dims or None}],
+    ρ = 0 (v3's VPO) first. v3: the finished v3 runs {label: runs}; [] without v3's GRPO or any geometry run."""
+    geometry = finished_runs(cfg, out, "geometry") if "geometry" in cfg else {}
+    if not geometry or "GRPO" not in v3 or "VPO" not in v3:
+        return []
+    step = cfg["geometry"]["steps"]
+    rerun = finished_runs(cfg, out, "rerun").get("VPO", []) if "rerun" in cfg else []
+    points = []
+    for label, rs, measured in [("VPO (v3, ρ = 0)", v3["VPO"], rerun)] + [(lb, rs, rs) for lb, rs in geometry.items()]:
+        base = next((r["summary"]["base_metrics"] for r in measured if r["summary"].get("base_metrics")), None)
+        points.append({"label": label, "d": _differences(rs, v3["GRPO"], step, "pooled_best@k"),
+                       "policy": [_dims(at_step(r, step)) for r in measured if _dims(at_step(r, step))],
+                       "base": _dims(base)})
+    return points
+
+
+def code_point(cfg, out, group="code"):
+    """The code task's point: {label, d: {k: [VPO − GRPO pass@k per seed, final step]}, policy: [dims of each VPO
+    seed's written answers], base: dims of the base's (m = 3)}, from the group's answers cache; None before VPO's and
+    GRPO's runs and the cache."""
+    if group not in cfg:
+        return None
+    runs = finished_runs(cfg, out, group)
+    path = os.path.join(out, cfg[group]["answers"])
+    if "VPO" not in runs or "GRPO" not in runs or not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        cache = json.load(f)
+    if "base-m3" not in cache:
+        return None
+    task, n = code_task(cfg, group), len(cache["base-m3"]["answers"])
+    problems = code_problems(cfg, out, group, n)
+    policy = [answer_dimensions(task, problems, cache[f"vpo-s{r['seed']}"]["answers"]) for r in runs["VPO"]
+              if f"vpo-s{r['seed']}" in cache]
+    d = _differences(runs["VPO"], runs["GRPO"], cfg[group]["steps"], "pass@k")
+    return {"label": "code (plan v2), pass@k", "d": d, "policy": policy,
+            "base": answer_dimensions(task, problems, cache["base-m3"]["answers"])}
