@@ -3,11 +3,12 @@ When VPO helps (docs/when_vpo_helps.md): VPO's lead over GRPO against how many d
 it sees span, measured on the base's answers before any training, as a team could measure its own.
 
 The points, read back from finished runs:
-  geometry   each reward geometry of results/PLAN_REVIEW.md: VPO − v3's GRPO of the same seed at step 750, pooled
-             best@k; the dimensions of the base's held-out answers as that geometry reshapes them (evaluate.py's
-             "dimensions_seen", from the setting's seed-0 run, which evaluates the base) and of the policy's own
-  rho = 0    v3's VPO against v3's GRPO at the same step; its dimensions from the rerun of v3 (the same weights by
-             the review plan's rule: the rerun's VPO seed 0 evaluates the base, v3 predates the measurement)
+  geometry   each reward geometry of results/PLAN_REVIEW.md: VPO − the rerun's GRPO of the same seed at step 750,
+             pooled best@k; the dimensions of the base's held-out answers as that geometry reshapes them
+             (evaluate.py's "dimensions_seen", from the setting's seed-0 run, which evaluates the base) and of the
+             policy's own
+  rho = 0    the rerun of v3's VPO against the rerun's GRPO at the same step (the plan's amendment: the rerun is a
+             replicate of v3 on today's code, as the geometry runs are; its VPO seed 0 evaluates the base)
   code       plan v2 of the code task: VPO − GRPO, pass@k at the final step; the dimensions (one per shown test) of
              the base's (m = 3) and each VPO seed's written answers in the answers cache (12 per problem, T = 0.7)
 The dimensions: metrics.within_covariance (within problems) and metrics.dimension_geometry (mean pairwise
@@ -48,19 +49,20 @@ def _differences(rs, others, step, key):
     return out
 
 
-def geometry_points(cfg, out, v3):
+def geometry_points(cfg, out):
     """The geometry sweep's points: [{label, d: {k: [per seed]}, policy: [dims per seed], base: dims or None}],
-    ρ = 0 (v3's VPO) first. v3: the finished v3 runs {label: runs}; [] without v3's GRPO or any geometry run."""
+    ρ = 0 (the rerun of v3's VPO) first, each against the rerun's GRPO of the same seed (results/PLAN_REVIEW.md,
+    amendment); [] before the rerun's GRPO and VPO and a geometry run have finished."""
     geometry = finished_runs(cfg, out, "geometry") if "geometry" in cfg else {}
-    if not geometry or "GRPO" not in v3 or "VPO" not in v3:
+    rerun = finished_runs(cfg, out, "rerun") if "rerun" in cfg else {}
+    if not geometry or "GRPO" not in rerun or "VPO" not in rerun:
         return []
     step = cfg["geometry"]["steps"]
-    rerun = finished_runs(cfg, out, "rerun").get("VPO", []) if "rerun" in cfg else []
     points = []
-    for label, rs, measured in [("VPO (v3, ρ = 0)", v3["VPO"], rerun)] + [(lb, rs, rs) for lb, rs in geometry.items()]:
-        base = next((r["summary"]["base_metrics"] for r in measured if r["summary"].get("base_metrics")), None)
-        points.append({"label": label, "d": _differences(rs, v3["GRPO"], step, "pooled_best@k"),
-                       "policy": [_dims(at_step(r, step)) for r in measured if _dims(at_step(r, step))],
+    for label, rs in [("VPO (rerun, ρ = 0)", rerun["VPO"])] + list(geometry.items()):
+        base = next((r["summary"]["base_metrics"] for r in rs if r["summary"].get("base_metrics")), None)
+        points.append({"label": label, "d": _differences(rs, rerun["GRPO"], step, "pooled_best@k"),
+                       "policy": [_dims(at_step(r, step)) for r in rs if _dims(at_step(r, step))],
                        "base": _dims(base)})
     return points
 

@@ -365,7 +365,7 @@ def write_figures(cfg, out, runs):
             names.append("routes_maze.png")
     for group, key in CODE_PLANS:
         names += code_figures(cfg, out, group, key)
-    points = geometry_points(cfg, out, runs) if runs else []
+    points = geometry_points(cfg, out)
     if points:
         dimensions_figure(points, code_point(cfg, out), os.path.join(out, "dimensions_maze.png"),
                           "VPO's lead over GRPO against the reward dimensions it sees (maze geometries; code)")

@@ -7,6 +7,7 @@ them once and caches the answers in routes_maze.json, so a clone without the wei
 Numbers are means ± the population standard deviation (ddof 0) over RL seeds, and every table with a ± says so
 under it; a single seed is shown alone.
 """
+import json
 import os
 
 from results.dimensions import geometry_points
@@ -56,7 +57,7 @@ def write_report(cfg, out, title, figures=True):
         lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
-    lines += review_section(cfg, out, runs)
+    lines += review_section(cfg, out)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
@@ -68,48 +69,71 @@ def write_report(cfg, out, title, figures=True):
     return lines
 
 
-def review_section(cfg, out, v3):
-    """results/PLAN_REVIEW.md's readings from whatever has finished: VPO against matched GRPO, against
-    random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every arm's final answers, and
-    VPO under each reward geometry against v3's GRPO at step 750. v3: the finished v3 runs {label: runs}."""
+def rerun_runs(cfg, out):
+    """The finished rerun of v3, labelled "GRPO (rerun)", ...: the reference arms of every review reading
+    (PLAN_REVIEW.md, amendment: a replicate of v3 on today's code, not v3 itself)."""
+    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()} if "rerun" in cfg else {}
+
+
+def review_section(cfg, out):
+    """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
+    matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
+    arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
     from results.review_jobs import read_review, stop_step
     groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
-    if not any(groups.values()) or "VPO" not in v3:
+    ref = rerun_runs(cfg, out)
+    if not ref and not any(groups.values()):
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
-    need = len(cfg["matched"]["seeds"])
-    bases = {1: base_metrics(v3, "grpo"), 3: base_metrics(v3, "vpo")}
-    both = {**v3, **groups.get("matched", {}), **groups.get("ablations", {})}
+    need = len(cfg["rerun"]["seeds"])
+    bases = {1: base_metrics(ref, "grpo"), 3: base_metrics(ref, "vpo")}
+    if ref:
+        lines += ["The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights kept; a second "
+                  "realization, not v3's runs): pooled best@k at each evaluation step:", ""]
+        lines += step_table(ref, "pooled_best@k", KS, bases) + [""]
+        for other, ks in (("GRPO", KS[1:]), ("Max@k", (3, 12, 48)), ("Multi-RLVR", (3, 12, 48))):
+            lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
+        compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
+        if os.path.isfile(compare):
+            with open(compare) as f:
+                first = {name: files for name, files in json.load(f).items()}
+            lines += ["Against v3's committed files, key for key (timing and the valid-answer statistics aside; "
+                      "results/review_jobs.py): " + "; ".join(
+                          f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
+                                                  for file, d in files.items()) for name, files in first.items()), ""]
+    both = {**ref, **groups.get("matched", {}), **groups.get("ablations", {})}
     if groups.get("matched"):
         lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
         lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
-        lines += paired_table(both, "VPO", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
+        lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
     if groups.get("ablations"):
         lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
         lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
-        lines += paired_table(both, "VPO", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k", need)
+        lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
+                              need)
     validation = read_review(cfg, out, "validation.json")
     rows = []
-    for group, label in (("rerun", "GRPO"), ("matched", "matched GRPO")):
-        source = finished_runs(cfg, out, group) if group in cfg else {}
+    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
+                               ("matched", "matched GRPO", groups.get("matched", {}).get("matched GRPO", []))):
         for v in validation.get(group, {}).get(label, []):
-            run = next((r for r in source.get(label, []) if r["seed"] == v["seed"]), None)
-            vpo = next((r for r in v3["VPO"] if r["seed"] == v["seed"]), None)
+            run = next((r for r in runs if r["seed"] == v["seed"]), None)
+            vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
             if run and vpo:
                 t = stop_step(v)
                 final, stopped = vpo["summary"]["metrics"], at_step(run, t)
                 ds = [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in (3, 12, 48)]
-                rows.append([label, str(v["seed"]), str(t)] + [f"{d:+.3f}" for d in ds])
+                rows.append([label + (" (rerun)" if group == "rerun" else ""), str(v["seed"]), str(t)]
+                            + [f"{d:+.3f}" for d in ds])
     if rows:
-        lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and VPO at "
-                  "step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
+        lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and the "
+                  "rerun's VPO at step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
         lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
     coverage = read_review(cfg, out, "coverage.json")
     rows = []
     for group in ("rerun", "matched", "ablations"):
         for label, cs in coverage.get(group, {}).items():
             best = [c["best@k"].get("48", {}) for c in cs]
-            rows.append([label, str(len(cs))] + [pm([c["answers"][k] for c in cs]) for k in ("exit", "gold", "diamonds",
+            rows.append([label + (" (rerun)" if group == "rerun" else ""), str(len(cs))] + [pm([c["answers"][k] for c in cs]) for k in ("exit", "gold", "diamonds",
                                                                                            "both", "no item")]
                         + [pm([c["pools"]["gold and diamonds"] for c in cs]),
                            pm([c.get("completions_two_classes") for c in cs]),
@@ -120,16 +144,15 @@ def review_section(cfg, out, v3):
                   "more classes; the best of 48 answers' gold and diamonds):", ""]
         lines += table(["method", "seeds", "exit", "gold", "diamonds", "both", "no item", "pools gold & diamonds",
                         "completions ≥ 2 classes", "best@48 gold", "best@48 diamonds"], rows) + [""]
-    points = geometry_points(cfg, out, v3)
+    points = geometry_points(cfg, out)
     if points:
         rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
                 + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
                    f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
                 for p in points]
-        lines += [f"VPO under each reward geometry minus v3's GRPO of the same seed at step {cfg['geometry']['steps']}, "
-                  "pooled best@k, and the dimensions VPO saw (mean pairwise correlation, effective rank) over the "
-                  "policy's and the base's held-out answers (ρ = 0: measured on the rerun of v3's VPO; "
-                  "results/dimensions.py):", ""]
+        lines += [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step "
+                  f"{cfg['geometry']['steps']}, pooled best@k, and the dimensions VPO saw (mean pairwise correlation, "
+                  "effective rank) over the policy's and the base's held-out answers (results/dimensions.py):", ""]
         lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
                         "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
     return lines

@@ -8,7 +8,8 @@ The jobs of results/PLAN_REVIEW.md that read finished runs rather than train the
                runs/DIR/NAME/validation.json, from which early stopping picks its step (stop_step).
 3. compare     the rerun's log.jsonl and eval.jsonl against v3's committed ones, row for row and key for key
                (timing, and the statistics of valid answers that the canonical de-duplication can change, aside):
-               runs/maze-rerun/compare.json.
+               runs/maze-rerun/compare.json, a record of where the two first differ (the log-probs' rounding has
+               changed since v3, so they do: PLAN_REVIEW.md, amendment).
 Each file is written atomically when its job is done and is small and committed; reproduce.py schedules the jobs
 once the files they need exist (like results/search_jobs.py), report.py reads them.
 """

@@ -79,13 +79,15 @@ def test_coverage_and_validation_jobs_on_a_tiny_maze_run(tmp_path):
 
 
 def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
-    """Hand-made: the matched GRPO runs are copies of v3's GRPO runs and the collinear=0.5 runs copies of v3's VPO
-    seeds 0 and 1; so VPO − matched GRPO is v3's VPO − GRPO, and the geometry row equals v3's own at step 750
-    (pooled best@48: +0.089 and +0.064, results.md). Early stopping and coverage from hand-made files."""
+    """Hand-made: the rerun is a copy of v3's runs, the matched GRPO runs copies of v3's GRPO runs and the
+    collinear=0.5 runs copies of v3's VPO seeds 0 and 1; so the rerun's VPO − GRPO and VPO − matched GRPO are v3's
+    VPO − GRPO, and the geometry row equals v3's own at step 750 (pooled best@48: +0.089 and +0.064, results.md).
+    Early stopping and coverage from hand-made files."""
     import shutil
     from results import report
     out = tmp_path / "results"
     shutil.copytree("results/runs/maze", out / "runs" / "maze")
+    shutil.copytree("results/runs/maze", out / "runs" / "maze-rerun")   # the rerun, as if it had made v3's runs
     for s in range(3):
         shutil.copytree(out / "runs" / "maze" / f"grpo-s{s}", out / "runs" / "maze" / f"grpo_matched-s{s}")
     for s in range(2):
@@ -100,19 +102,24 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     run = json.loads(summary.read_text())
     run["base_metrics"] = {**run["base_metrics"], "dimensions_seen": {"dim_corr": 0.5, "eff_rank": 2.0, "varying": 4}}
     summary.write_text(json.dumps(run))
+    write_json(str(out / "runs" / "maze-rerun" / "compare.json"), {"grpo-s0": {"log.jsonl": [2, ["kl"]],
+                                                                             "eval.jsonl": "equal"}})
     cfg = {**plan.FULL, "geometry": {**plan.FULL["geometry"]}}
-    v3 = {**plan.finished_runs(cfg, str(out), "main"), **plan.finished_runs(cfg, str(out), "baselines")}
-    lines = report.review_section(cfg, str(out), v3)
+    lines = report.review_section(cfg, str(out))
     text = "\n".join(lines)
-    assert "Paired difference VPO − matched GRPO, pooled best@k" in text
+    assert "Paired difference VPO (rerun) − GRPO (rerun), pooled best@k" in text
+    assert "Paired difference VPO (rerun) − matched GRPO, pooled best@k" in text
+    assert "grpo-s0: log.jsonl first differs at row 2, eval.jsonl equal" in text
     mine = [line for line in lines if line.startswith("| 1000 | k=48 |")]
     v3_row = next(line for line in open("results/results.md").read().splitlines() if line.startswith("| 1000 | k=48 |"))
-    assert mine and mine[0] == v3_row                                     # the same seeds' differences
+    cells = lambda line: line.split("|")[1:-2]                          # noqa: E731 (the reading names the arms)
+    assert len(mine) == 4 and cells(mine[0]) == cells(mine[3]) == cells(v3_row)   # VPO − GRPO; VPO − matched GRPO
+    assert mine[3].endswith("| VPO (rerun) ahead on every seed |")
     row = next(line for line in lines if line.startswith("| VPO, collinear=0.5 |"))
     assert row.startswith("| VPO, collinear=0.5 | 2 |") and "0.077 ± 0.012 |" in row   # (+0.089 + 0.064) / 2 at k=48
     assert row.endswith("| 0.500 / 2.00 |")
-    points = dimensions.geometry_points(cfg, str(out), v3)
-    assert [p["label"] for p in points] == ["VPO (v3, ρ = 0)", "VPO, collinear=0.5"] and points[0]["base"] is None
+    points = dimensions.geometry_points(cfg, str(out))
+    assert [p["label"] for p in points] == ["VPO (rerun, ρ = 0)", "VPO, collinear=0.5"] and points[0]["base"] is None
     assert points[1]["d"][48] == pytest.approx([0.089, 0.064], abs=6e-4)
     figures.dimensions_figure(points, None, str(tmp_path / "dims.png"), "test")
     assert (tmp_path / "dims.png").stat().st_size > 0
