@@ -98,6 +98,9 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
            "pools": {"gold and diamonds": 0.25}, "best@k": {"48": {"gold": 0.3, "diamonds": 0.2}},
            "completions_two_classes": 0.8}
     write_json(str(out / "runs" / "maze" / "grpo_matched-s1" / "coverage.json"), cov)
+    slots = [{"exit": 0.4, "gold": 0.16, "diamonds": 0.16, "no_lava": 0.3}, {"exit": 0.6, "gold": 0.0, "diamonds": 0.04,
+                                                                             "no_lava": 0.5}]
+    write_json(str(out / "runs" / "maze-rerun" / "vpo-s0" / "coverage.json"), {**cov, "slots": slots})
     summary = out / "runs" / "maze-geometry" / "vpo_rho0.5-s0" / "summary.json"   # what its base evaluation measures
     run = json.loads(summary.read_text())
     run["base_metrics"] = {**run["base_metrics"], "dimensions_seen": {"dim_corr": 0.5, "eff_rank": 2.0, "varying": 4}}
@@ -126,6 +129,9 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     stop = next(line for line in lines if line.startswith("| matched GRPO | 0 | 250 |"))
     assert stop.count("|") == 7
     assert "| matched GRPO | 1 | 0.500 | 0.100 | 0.200 | 0.000 | 0.200 | 0.250 | 0.800 | 0.300 | 0.200 |" in lines
+    assert "| VPO (rerun) | 1 | 1 | 0.600 | 0.000 | 0.040 | 0.500 |" in lines                # slot 1 of seed 0
+    tokens = next(line for line in lines if line.startswith("| GRPO (rerun) | 0 |"))       # v3's logs: about 102
+    assert tokens.split("|")[4].strip() in ("750", "1000")                                    # tokens a VPO rollout, 35 GRPO
 
 
 def test_answer_dimensions_by_hand():
@@ -152,3 +158,39 @@ def test_code_point_pairs_vpo_and_grpo_seed_by_seed(tmp_path):
     assert len(point["policy"]) == 3 and point["base"]["varying"] == 8 and 0 < point["base"]["dim_corr"] < 1 and 1 < point["base"]["eff_rank"] < 8
     os.remove(out / "runs" / "code-v2" / "answers_code.json")
     assert dimensions.code_point(plan.FULL, str(out)) is None
+
+
+def test_the_coverage_reading_by_hand():
+    """VPO covers the trade-off only if on every seed its pools hold gold beside diamonds more often than GRPO's and
+    Max@k's, and its slots specialize one each way."""
+    from results import report_review
+
+    def cov(seed, both, slots=None, exit_=0.5):
+        c = {"seed": seed, "pools": {"exit": exit_, "gold and diamonds": both}}
+        return {**c, "slots": slots} if slots else c
+    split = [{"gold": 0.3, "diamonds": 0.1}, {"gold": 0.0, "diamonds": 0.2}, {"gold": 0.0, "diamonds": 0.0}]
+    alike = [{"gold": 0.3, "diamonds": 0.1}, {"gold": 0.2, "diamonds": 0.1}, {"gold": 0.0, "diamonds": 0.0}]
+    others = {"GRPO (rerun)": [cov(0, 0.1, exit_=0.9), cov(1, 0.2)], "Max@k (rerun)": [cov(0, 0.3), cov(1, 0.1)]}
+    assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.4, split), cov(1, 0.3, split)]}) == (True, ["gold and diamonds"])
+    assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.4, split), cov(1, 0.3, alike)]})[0] is False
+    assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.25, split), cov(1, 0.3, split)]})[0] is False  # Max@k s0
+    assert report_review.covers({"VPO (rerun)": [cov(0, 0.4, split)]}) == (None, [])                # no GRPO yet
+
+
+def test_equal_tokens_picks_the_evaluation_nearest_in_tokens():
+    """Hand-made logs: VPO writes 100 tokens per rollout, GRPO 30, matched GRPO (3x rollouts) 30; by step 250 VPO has
+    generated 250 x 100 x 64 = 1.6M tokens: GRPO's nearest evaluation is step 750 (1.44M), matched GRPO's 250."""
+    from results import report_review
+
+    def run(algo, tokens, seed=0, match=False):
+        evals = [{"step": t, "pooled_best@k": {"3": t / 1e4, "12": t / 1e4, "48": t / 1e4}} for t in (250, 500, 750)]
+        return {"seed": seed, "summary": {"args": {"steps": 1000, "batch_size": 8, "group_size": 8, "num_answers": 3,
+                                                   "algo": algo, "match_budget": match},
+                                          "metrics": {"pooled_best@k": {"3": 0.1, "12": 0.1, "48": 0.1}}},
+                "evals": evals, "log": [{"step": s, "completion_tokens": tokens, "seconds": s} for s in range(1, 1001)]}
+    runs = {"VPO (rerun)": [run("vpo", 100)], "GRPO (rerun)": [run("grpo", 30)],
+            "matched GRPO": [run("grpo", 30, match=True)]}
+    assert report_review.nearest_in_tokens(runs["GRPO (rerun)"][0], 1.6e6) == 750
+    lines = report_review.equal_tokens_lines(runs)
+    assert "| GRPO (rerun) | 0 | 1.60 | 750 | 1.44 | -0.050 | -0.050 | -0.050 |" in lines
+    assert "| matched GRPO | 0 | 1.60 | 250 | 1.44 | +0.000 | +0.000 | +0.000 |" in lines

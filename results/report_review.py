@@ -1,0 +1,167 @@
+"""
+The reviewer's section of results.md (results/PLAN_REVIEW.md), read back from whatever has finished: the rerun of
+v3 by v3's rule (the reference arms of every reading below, by the plan's amendment), VPO against matched GRPO at
+equal answers, at equal tokens and after early stopping, the ablations, what the final answers cover and whether
+VPO's slots specialize, and VPO under each reward geometry.
+"""
+import json
+import os
+
+from results.dimensions import geometry_points
+from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
+from results.tables import PAIRED_STD_NOTE, paired_table, pm, step_table, table
+
+
+def rerun_runs(cfg, out):
+    """The finished rerun of v3, labelled "GRPO (rerun)", ...: the reference arms of every review reading
+    (PLAN_REVIEW.md, amendment: a replicate of v3 on today's code, not v3 itself)."""
+    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()} if "rerun" in cfg else {}
+
+
+def review_section(cfg, out):
+    """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
+    matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
+    arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
+    from results.review_jobs import read_review, stop_step
+    groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
+    ref = rerun_runs(cfg, out)
+    if not ref and not any(groups.values()):
+        return []
+    lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
+    need = len(cfg["rerun"]["seeds"])
+    bases = {1: base_metrics(ref, "grpo"), 3: base_metrics(ref, "vpo")}
+    if ref:
+        lines += ["The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights kept; a second "
+                  "realization, not v3's runs): pooled best@k at each evaluation step:", ""]
+        lines += step_table(ref, "pooled_best@k", KS, bases) + [""]
+        for other, ks in (("GRPO", KS[1:]), ("Max@k", (3, 12, 48)), ("Multi-RLVR", (3, 12, 48))):
+            lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
+        compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
+        if os.path.isfile(compare):
+            with open(compare) as f:
+                first = {name: files for name, files in json.load(f).items()}
+            lines += ["Against v3's committed files, key for key (timing and the valid-answer statistics aside; "
+                      "results/review_jobs.py): " + "; ".join(
+                          f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
+                                                  for file, d in files.items()) for name, files in first.items()), ""]
+    both = {**ref, **groups.get("matched", {}), **groups.get("ablations", {})}
+    if groups.get("matched"):
+        lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
+        lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
+        lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
+        lines += equal_tokens_lines(both)
+    if groups.get("ablations"):
+        lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
+        lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
+        lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
+                              need)
+    validation = read_review(cfg, out, "validation.json")
+    rows = []
+    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
+                               ("matched", "matched GRPO", groups.get("matched", {}).get("matched GRPO", []))):
+        for v in validation.get(group, {}).get(label, []):
+            run = next((r for r in runs if r["seed"] == v["seed"]), None)
+            vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
+            if run and vpo:
+                t = stop_step(v)
+                final, stopped = vpo["summary"]["metrics"], at_step(run, t)
+                ds = [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in (3, 12, 48)]
+                rows.append([label + (" (rerun)" if group == "rerun" else ""), str(v["seed"]), str(t)]
+                            + [f"{d:+.3f}" for d in ds])
+    if rows:
+        lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and the "
+                  "rerun's VPO at step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
+        lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
+    lines += coverage_lines(read_review(cfg, out, "coverage.json"))
+    points = geometry_points(cfg, out)
+    if points:
+        rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
+                + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
+                   f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
+                for p in points]
+        lines += [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step "
+                  f"{cfg['geometry']['steps']}, pooled best@k, and the dimensions VPO saw (mean pairwise correlation, "
+                  "effective rank) over the policy's and the base's held-out answers (results/dimensions.py):", ""]
+        lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
+                        "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
+    return lines
+
+
+def nearest_in_tokens(r, tokens):
+    """The evaluation step of run r whose cumulative generated tokens (plan.compute_at) are nearest `tokens`."""
+    return min(eval_steps([r]), key=lambda step: (abs(compute_at(r, step)[0] - tokens), step))
+
+
+def equal_tokens_lines(runs, step=250):
+    """Per seed, VPO's evaluation at `step` against the GRPO and matched-GRPO evaluations of the same seed nearest to
+    it in cumulative generated tokens (PLAN_REVIEW.md, reading 1), pooled best@k."""
+    rows = []
+    for vpo in runs.get("VPO (rerun)", []):
+        tokens = compute_at(vpo, step)[0]
+        for label in ("GRPO (rerun)", "matched GRPO"):
+            other = next((r for r in runs.get(label, []) if r["seed"] == vpo["seed"]), None)
+            if other is None or not at_step(vpo, step):
+                continue
+            t = nearest_in_tokens(other, tokens)
+            ds = [value(at_step(vpo, step), "pooled_best@k", k) - value(at_step(other, t), "pooled_best@k", k)
+                  for k in (3, 12, 48)]
+            rows.append([label, str(vpo["seed"]), f"{tokens / 1e6:.2f}", str(t), f"{compute_at(other, t)[0] / 1e6:.2f}"]
+                        + [f"{d:+.3f}" for d in ds])
+    if not rows:
+        return []
+    return [f"Equal generated tokens: VPO (rerun) at step {step} against the evaluation of the same seed nearest to it "
+            "in tokens generated, pooled best@k:", ""] + table(
+        ["against", "seed", f"VPO tokens at {step} (M)", "its step", "its tokens (M)", "VPO − it, k=3", "k=12", "k=48"],
+        rows) + [""]
+
+
+def covers(cs):
+    """The plan's coverage reading from {label: [coverage per seed, with "seed"]} (PLAN_REVIEW.md, reading 3): VPO's
+    sets cover the gold-diamond trade-off if on every seed its share of pools holding a gold answer beside a diamond
+    answer exceeds GRPO's and Max@k's, and some slot's mean gold exceeds its mean diamonds while another slot's is
+    the reverse. -> (bool or None before every arm's seeds, the pool kinds VPO holds more of than GRPO on every seed)."""
+    vpo, others = cs.get("VPO (rerun)", []), [cs.get("GRPO (rerun)", []), cs.get("Max@k (rerun)", [])]
+    if not vpo or any(len(o) < len(vpo) for o in others):
+        return None, []
+    by_seed = [{c["seed"]: c for c in o} for o in others]
+
+    def specialized(c):
+        slots = c.get("slots", [])
+        return any(s["gold"] > s["diamonds"] for s in slots) and any(s["diamonds"] > s["gold"] for s in slots)
+    pools = all(c["pools"]["gold and diamonds"] > o[c["seed"]]["pools"]["gold and diamonds"]
+                for c in vpo for o in by_seed if c["seed"] in o)
+    more = [k for k in vpo[0]["pools"] if all(c["pools"][k] > by_seed[0][c["seed"]]["pools"][k]
+                                               for c in vpo if c["seed"] in by_seed[0])]
+    return pools and all(specialized(c) for c in vpo), more
+
+
+def coverage_lines(coverage):
+    """The coverage tables (results/coverage.py) of every review arm, the multi-answer arms' slots, the reading."""
+    labelled = {label + (" (rerun)" if group == "rerun" else ""): cs
+                for group in ("rerun", "matched", "ablations") for label, cs in coverage.get(group, {}).items()}
+    if not labelled:
+        return []
+    rows, slot_rows = [], []
+    for label, cs in labelled.items():
+        best = [c["best@k"].get("48", {}) for c in cs]
+        rows.append([label, str(len(cs))] + [pm([c["answers"][k] for c in cs]) for k in ("exit", "gold", "diamonds",
+                                                                                       "both", "no item")]
+                    + [pm([c["pools"]["gold and diamonds"] for c in cs]), pm([c.get("completions_two_classes") for c in cs]),
+                       pm([b.get("gold") for b in best]), pm([b.get("diamonds") for b in best])])
+        for j in range(len(cs[0].get("slots", []))):
+            slot_rows.append([label, str(j), str(len(cs))] + [pm([c["slots"][j][d] for c in cs])
+                                                             for d in ("exit", "gold", "diamonds", "no_lava")])
+    lines = ["What the final answers cover (results/coverage.py; per answer: reaches the exit, with gold, with diamonds, "
+             "with both, with no item; pools with a gold and a diamond answer; completions in two or more classes; the "
+             "best of 48 answers' gold and diamonds):", ""]
+    lines += table(["method", "seeds", "exit", "gold", "diamonds", "both", "no item", "pools gold & diamonds",
+                    "completions ≥ 2 classes", "best@48 gold", "best@48 diamonds"], rows) + [""]
+    if slot_rows:
+        lines += ["Each slot's mean reward vector over its written answers (the multi-answer arms):", ""]
+        lines += table(["method", "slot", "seeds", "exit", "gold", "diamonds", "no_lava"], slot_rows) + [""]
+    cover, more = covers(labelled)
+    if cover is not None:
+        lines += [("Reading (the plan's rule): VPO's sets cover the gold-diamond trade-off." if cover else
+                   "Reading (the plan's rule): VPO's sets do not cover the gold-diamond trade-off; its pools hold more "
+                   "of these kinds than GRPO's on every seed: " + (", ".join(more) or "none") + "."), ""]
+    return lines
