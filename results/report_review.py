@@ -39,7 +39,7 @@ def review_section(cfg, out):
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
             with open(compare) as f:
-                first = {name: files for name, files in json.load(f).items()}
+                first = json.load(f)
             lines += ["Against v3's committed files, key for key (timing and the valid-answer statistics aside; "
                       "results/review_jobs.py): " + "; ".join(
                           f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
