@@ -313,7 +313,9 @@ def code_figures(cfg, out, group, key):
     """The figures of one code plan (its group's runs and its search), named by the group's "files" tag."""
     code = finished_runs(cfg, out, group) if group in cfg else {}
     names, tag = [], cfg.get(group, {}).get("files", "code")
-    title = "code" if not cfg.get(group, {}).get("frozen") else "code, plan v1 (superseded)"
+    g = cfg.get(group, {})
+    title = ("code, plan v1 (superseded)" if g.get("frozen") else
+             "code, plan v2, replicate weights" if g.get("units") else "code")
     if code:
         bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
         for metric, name, what in (("pass@k", f"pass_at_k_steps_{tag}.png", "pass@k over whole rollouts"),
@@ -330,7 +332,7 @@ def code_figures(cfg, out, group, key):
     if hard and any(found.values()):
         search_figure(found, list(cfg[key]["budgets"]), os.path.join(out, f"search_{tag}.png"),
                       f"{title}: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
-                      "problems", colours={"grpo": "C0", "grpo_matched": "C1", "vpo": "C2"})
+                      "problems" + (" (stopped search, a record)" if cfg[key].get("stopped") else ""), colours={"grpo": "C0", "grpo_matched": "C1", "vpo": "C2"})
         names.append(f"search_{tag}.png")
     return names
 

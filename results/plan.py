@@ -23,9 +23,21 @@ FULL = {
              "files": "code_v2", "answers": "runs/code-v2/answers_code.json", "answer_problems": 64},
     # evolutionary search from the final GRPO, matched-GRPO and VPO weights (results/search_jobs.py), in chunks of
     # 32 problems (chunk c with search seed seed + c)
+    # (stopped: its weights were lost with the machine they were trained on before every search job ran; its
+    # finished jobs are reported as a record, and the search of record is "search_rep" below)
     "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512, "answers": 48,
                "problems": 96, "chunk": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
-               "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
+               "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")),
+               "stopped": "weights lost"},
+    # the search of record (PLAN_CODE.md v2, amendment): v2's hard problems (its hard.json), searched from replicate
+    # weights, each trained and searched in one job (a unit: results/search_jobs.py), so that no search needs a
+    # checkpoint from another session; the replicates' runs under runs/code-v2-rep/
+    "code_rep": {"task": "code", "dir": "code-v2-rep", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
+                 "files": "code_v2_rep", "units": "search_rep"},
+    "search_rep": {"group": "code_rep", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512,
+                   "answers": 48, "problems": 96, "chunk": 32, "budget": 3072, "unit": "answers", "temperature": 1.0,
+                   "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536, 3072),
+                   "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")), "hard": "runs/code-v2/search/hard.json"},
     # v1 of the code plan, superseded: ran at commit e29cbc8 on the shown inputs of inputs=random; its committed
     # files are reported, never rerun from here ("frozen": the commit that reproduces them)
     # (its test problems as that commit's generator drew them: runs/code/problems.json)
@@ -51,6 +63,12 @@ QUICK = {
     "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
                "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
                "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
+    "code_rep": {"task": "code", "dir": "code-v2-rep", "seeds": [0], "steps": 2, "eval_every": 2,
+                 "files": "code_v2_rep", "units": "search_rep"},
+    "search_rep": {"group": "code_rep", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
+                   "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
+                   "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")),
+                   "hard": "runs/code-v2/search/hard.json"},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
                "--sft_batch_size", "8"],
@@ -63,6 +81,7 @@ CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
         ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
         ("VPO", "vpo", ["--algo", "vpo"])]
 CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
+CODE_REP = [arm for arm in CODE if arm[1] != "multi_rlvr"]   # the searched arms, retrained in the search's units
 # the reviewer's questions (results/PLAN_REVIEW.md); an arm's seeds: (label, slug, flags, seeds or None for all)
 MATCHED = [("matched GRPO", "grpo_matched", ["--algo", "grpo", "--match_budget"])]
 ABLATIONS = [("random-weight GRPO", "random_weight", ["--algo", "random_weight"]),
@@ -72,11 +91,12 @@ ABLATIONS = [("random-weight GRPO", "random_weight", ["--algo", "random_weight"]
 GEOMETRY = [(f"VPO, {spec}", f"vpo_{slug}", ["--algo", "vpo", "--reward_geometry", spec])
             for spec, slug in (("collinear=0.5", "rho0.5"), ("collinear=0.8", "rho0.8"), ("collinear=0.95", "rho0.95"),
                                ("merge=gold+diamonds", "merge_items"), ("repeat=gold", "repeat_gold"))]
-GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1,
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1, "code_rep": CODE_REP,
           "matched": MATCHED, "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
-MAZE, CODE_PART = ("main", "baselines"), ("code",)   # reproduce.py --part maze | code
+MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
 REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
-CODE_PLANS = (("code", "search"), ("code_v1", "search_v1"))   # (runs, their search) as results.md reports them
+# (runs, their search) as results.md reports them
+CODE_PLANS = (("code", "search"), ("code_rep", "search_rep"), ("code_v1", "search_v1"))
 
 
 def code_task(cfg, group):
@@ -103,13 +123,14 @@ def jobs_of(cfg):
     """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
     cut short has both main arms for its first seeds), then the baselines seed by seed.
     -> list of dicts: group, label, slug, seed, task, argv, name, dir (under out/runs),
-    frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None)."""
+    frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None),
+    units (the search whose units train the group's runs, results/search_jobs.py; else None)."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
         # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3); each geometry
         # setting's first seed evaluates it too (the dimensions it sees)
-        first = seed == g["seeds"][0] and (group in ("main", "code", "code_v1", "rerun") and slug in ("grpo", "vpo")
-                                           or group == "geometry")
+        first = seed == g["seeds"][0] and (group == "geometry" or slug in ("grpo", "vpo") and group in
+                                           ("main", "code", "code_v1", "code_rep", "rerun"))
         base_eval = [] if first else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
                 str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *g.get("flags", []),
@@ -117,7 +138,7 @@ def jobs_of(cfg):
                 "--keep_eval_ckpts", *base_eval, *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
                 "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
-                "frozen": g.get("frozen")}
+                "frozen": g.get("frozen"), "units": g.get("units")}
     return [job(group, arm[0], arm[1], arm[2], seed) for group in GROUPS if group in cfg
             for seed in cfg[group]["seeds"] for arm in GROUPS[group] if len(arm) < 4 or seed in arm[3]]
 

@@ -24,7 +24,7 @@ def write_report(cfg, out, title, figures=True):
     if figures:  # sample what the code runs write (cached), for the forms tables
         from results.figures import code_answers
         for group, _ in CODE_PLANS:
-            if group in cfg and not cfg[group].get("frozen"):  # a frozen plan's answers: its committed cache
+            if group in cfg and cfg[group].get("answers") and not cfg[group].get("frozen"):  # frozen: its cache
                 code_answers(cfg, out, finished_runs(cfg, out, group), group)
     runs = {**main, **baselines}
     rooms = {name: get_task(name).answer_tokens for name in ("maze", "code")}

@@ -23,6 +23,8 @@ def code_section(cfg, out, group="code", key="search"):
     g = cfg[group]
     bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
     ks, need = KS[1:], len(g["seeds"])
+    if g.get("units"):
+        return replicate_section(cfg, out, group, runs, bases)
     if g.get("frozen"):
         lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
                  f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
@@ -66,6 +68,35 @@ def code_section(cfg, out, group="code", key="search"):
         lines += forms_table(cache, g["answers"])
         if not g.get("frozen"):
             lines += family_forms_table(cache, g["answers"])
+    return lines + search_section(cfg, out, key)
+
+
+def replicate_section(cfg, out, group, runs, bases):
+    """The search of record of plan v2 (PLAN_CODE.md, the amendment of its search): its units' training
+    evaluations, a second realization of v2's runs (no verdict), their pools on the hard problems, and the search."""
+    from results.search_jobs import NAMES, path_of
+    g, key = cfg[group], cfg[group]["units"]
+    lines = [f"## Code, plan v2: the search of record, from replicate weights ({g['steps']} RL steps)", "",
+             "Per PLAN_CODE.md's amendment of v2's search: each searched arm and seed trained again with v2's "
+             "arguments and searched from those weights in one job, on v2's hard problems; files under "
+             f"results/runs/{g['dir']}/. The training evaluations below are a second realization of v2's runs, "
+             "reported without a verdict (v2's are the training results of record).", "",
+             "pass@k over whole rollouts at each evaluation step (the same 64 held-out problems as v2):", ""]
+    lines += step_table(runs, "pass@k", KS[1:], bases) + [""]
+    rows = []
+    for label, rs in runs.items():
+        for r in rs:
+            path = path_of(out, cfg, key, "pool", r["slug"], r["seed"])
+            if os.path.isfile(path):
+                pool = read_json(path)
+                solved = sum(n > 0 for n in pool["solved_per_problem"])
+                rows.append([NAMES.get(r["slug"], label), str(r["seed"]), f"{solved} of {len(pool['problems'])}",
+                             pool.get("machine", "-")])
+    if rows:
+        lines += ["Hard problems (chosen by v2's original weights) that the replicate solves in its own "
+                  f"{cfg[key]['answers']}-answer pool at T = 0.7 (reported, not a criterion), and the machine of the "
+                  "unit:", ""]
+        lines += table(["method", "seed", "solved in its pool", "machine"], rows) + [""]
     return lines + search_section(cfg, out, key)
 
 
@@ -169,9 +200,11 @@ def search_section(cfg, out, key="search"):
     if not hard or not any(found.values()):
         return []
     s, group = cfg[key], cfg[cfg[key]["group"]]
-    lines = ["### Evolutionary search on the hardest held-out problems", "",
+    stopped = (" (stopped before its VPO searches and its sampling: the weights were lost with their machine; "
+               "a record, without a verdict; the search of record is the next section's)") if s.get("stopped") else ""
+    lines = [f"### Evolutionary search on the hardest held-out problems{stopped}", "",
              f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the "
-             f"searched checkpoints solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: "
+             f"{'original (v2) ' if 'hard' in s else ''}searched checkpoints solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: "
              f"{s['budget']} {s['unit']} per problem (T = {s['temperature']}); problems solved within each budget, per "
              f"seed (s0 / s1 / ...), and their mean. Sampling: fresh samples from the plain prompt with the same "
              f"budget. The last two columns (not in the plans): distinct non-empty answers written on a problem the "
@@ -198,11 +231,11 @@ def search_section(cfg, out, key="search"):
                            " / ".join(f"{b:.3f}" for b in best) or "-"])
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
-    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"))
+    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped))
     return lines + solved_problems_table(found, task, problems)
 
 
-def only_by_tables(found, s, hard, frozen=None):
+def only_by_tables(found, s, hard, frozen=None, stopped=False):
     """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
     budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
     the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
@@ -252,7 +285,7 @@ def only_by_tables(found, s, hard, frozen=None):
             else:
                 reading = "no difference detected at this power"
         elif kind == "evolve":
-            reading = "waiting for every pair's searches (Holm)"
+            reading = "stopped search: no verdict" if stopped else "waiting for every pair's searches (Holm)"
         else:
             reading = "descriptive"
         how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]

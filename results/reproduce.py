@@ -71,14 +71,18 @@ def train_job(argv, out_dir, log_path):
 def run_all(cfg, out, jobs=2, report=None, groups=None):
     """Run every job of the plan not yet finished, `jobs` at a time; report() after each finished one.
     A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock).
-    The search jobs of the code comparison (results/search_jobs.py) and the review's read-back jobs
-    (results/review_jobs.py) start when the files they need exist.
+    The search jobs of the code comparison (results/search_jobs.py; the search of record in units, each training
+    its run and searching from it in one job) and the review's read-back jobs (results/review_jobs.py) start when
+    the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
-    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"]
+    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"] and not j["units"]
                   and not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
-    search = (search_jobs.pending(cfg, out) if "code" in groups else []) + review_jobs.pending(cfg, out, groups)
     logs = os.path.join(out, "runs", "logs")
+    search = search_jobs.pending(cfg, out) if "code" in groups else []
+    if "code_rep" in groups and "code_rep" in cfg:  # the search's units train their own runs (search_jobs.py)
+        search += search_jobs.pending(cfg, out, "search_rep", train_job, logs)
+    search += review_jobs.pending(cfg, out, groups)
     os.makedirs(logs, exist_ok=True)
     bases = {(j["dir"], j["name"]): base_path(j, out) for j in train_jobs}
     threads = 1 if jobs > 1 else None
@@ -142,9 +146,17 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
                 if len(running) >= jobs:
                     break
                 if all(os.path.isfile(p) for p in j["needs"]):
+                    key = None
+                    if "run" in j:  # a search unit trains its run first: the warm-start rule of the runs above
+                        path = bases.setdefault((j["dir"], j["run"]["name"]), base_path(j["run"], out))
+                        share_base(path, bases.values())
+                        if cache_key(path) in busy and not os.path.isfile(path):
+                            continue
+                        key = cache_key(path)
+                        busy.add(key)
                     search.remove(j)
                     print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
-                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": None}
+                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": key}
             if not running:  # nothing runs and nothing can start: what the search needs failed to appear
                 missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
                 print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "

@@ -16,6 +16,13 @@ arms; its files are under runs/DIR/search/ of that group.
             chunks (sample-ARM-sSEED-cC.json): what the search adds over sampling.
 Every file is written atomically once its job is done (a killed job is redone); the files are small and
 committed, the checkpoints are not. reproduce.py schedules these jobs; report.py reads them back.
+
+A search whose plan entry names a fixed `hard` file (v2's search of record, `search_rep`) runs in units instead:
+one job per arm and seed trains the run (train.py, the group's arguments), samples its pool on the hard problems
+(pool-ARM-sSEED.json), then runs every evolve and sample chunk from the weights it has just trained. Weights are
+never committed and the same seed trains other weights on another machine's floating point (docs/notes.md), so a
+unit never starts a search from a checkpoint it did not train itself: a unit found with search files but no
+checkpoint (a session that ended mid-unit) deletes them and starts over.
 """
 import json
 import math
@@ -46,7 +53,10 @@ def chunks(search):
 
 
 def path_of(out, cfg, key, kind, slug=None, seed=None, chunk=None):
-    """hard.json, screen-ARM-sSEED.json, and KIND-ARM-sSEED[-cCHUNK].json (the chunk suffix where the plan splits)."""
+    """hard.json, screen-ARM-sSEED.json, pool-ARM-sSEED.json (a unit's pool on the hard problems), and
+    KIND-ARM-sSEED[-cCHUNK].json (the chunk suffix where the plan splits)."""
+    if kind == "hard" and "hard" in cfg[key]:
+        return os.path.join(out, cfg[key]["hard"])
     name = "hard.json" if kind == "hard" else f"{kind}-{slug}-s{seed}"
     if kind != "hard":
         name += (f"-c{chunk}" if "chunk" in cfg[key] and chunk is not None else "") + ".json"
@@ -61,6 +71,18 @@ def write_json(path, obj):
     os.replace(tmp, path)
 
 
+def machine():
+    """The CPU model and torch build this job ran on (a run's floats depend on them: docs/notes.md)."""
+    import platform
+
+    import torch
+    model = platform.processor() or platform.machine()
+    if os.path.isfile("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    return f"{model}, {os.cpu_count()} cores, torch {torch.__version__}"
+
+
 def _load(ckpt):
     import torch
     from runs.cli import load_run
@@ -68,15 +90,18 @@ def _load(ckpt):
     return model.eval(), task, m
 
 
-def screen_job(ckpt, n, answers, path):
-    """The checkpoint's evaluation pool on the first n test problems: solved answers per problem."""
+def screen_job(ckpt, n, answers, path, ids=None):
+    """The checkpoint's evaluation pool on the first n test problems (or on those of them listed in ids): solved
+    answers per problem."""
     from evaluate import evaluate
     t0 = time.perf_counter()
     model, task, m = _load(ckpt)
-    metrics, _ = evaluate(model, task, task.problems("test", n, seed=0), m, [max(m, 1), answers], answers, 0.7)
-    write_json(path, {"ckpt": ckpt, "m": m, "problems": n, "answers": answers,
+    pool = task.problems("test", n, seed=0)
+    problems = pool if ids is None else [pool[i] for i in ids]
+    metrics, _ = evaluate(model, task, problems, m, [max(m, 1), answers], answers, 0.7)
+    write_json(path, {"ckpt": ckpt, "m": m, "problems": n if ids is None else list(ids), "answers": answers,
                       "solved_per_problem": metrics["solved_per_problem"], "pass@k": metrics["pass@k"],
-                      "seconds": round(time.perf_counter() - t0, 1)})
+                      "seconds": round(time.perf_counter() - t0, 1), "machine": machine()})
     return 0
 
 
@@ -114,16 +139,69 @@ def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
                   seed=seed)
     write_json(path, {"kind": kind, "ckpt": ckpt, "m": m, "budget": search["budget"], "unit": search["unit"],
                       "temperature": search["temperature"], "seed": seed, "chunk": c, "problems": ids,
-                      "results": results, "seconds": round(time.perf_counter() - t0, 1)})
+                      "results": results, "seconds": round(time.perf_counter() - t0, 1), "machine": machine()})
     return 0
 
 
-def pending(cfg, out, key="search"):
+def unit_files(out, cfg, key, slug, seed):
+    """The files a unit of `key` makes: its pool on the hard problems, then every evolve and sample chunk."""
+    return [path_of(out, cfg, key, "pool", slug, seed)] + [
+        path_of(out, cfg, key, kind, slug, seed, c) for kind in ("evolve", "sample") for c, _, _ in chunks(cfg[key])]
+
+
+def unit_job(train, argv, out_dir, log_path, search, hard_path, files):
+    """One unit: train the run (train(argv, out_dir, log_path) -> exit code) unless its weights are here, then its
+    pool on the hard problems and every search chunk not yet done, all from those weights. Search files left
+    without the weights that made them are deleted first: they belong to other weights."""
+    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
+    ckpt = os.path.join(directory, "ckpt.pt")
+    if not (os.path.isfile(ckpt) and os.path.isfile(os.path.join(directory, "summary.json"))):
+        if not os.path.isfile(ckpt):
+            for path in files:
+                if os.path.isfile(path):
+                    os.remove(path)
+        rc = train(argv, out_dir, log_path)
+        if rc != 0:
+            return rc
+    ids = read_json(hard_path)["problems"]
+    pool, searches = files[0], files[1:]
+    if not os.path.isfile(pool):
+        screen_job(ckpt, search["screen_problems"], search["answers"], pool, ids)
+    for path, (kind, chunk) in zip(searches, [(k, c) for k in ("evolve", "sample") for c in chunks(search)]):
+        if not os.path.isfile(path):
+            search_job(kind, ckpt, search, hard_path, path, chunk)
+    return 0
+
+
+def pending_units(cfg, out, key, train, logs):
+    """The units of a search with a fixed hard file (results/search_jobs.py, top) not yet done: one job per arm and
+    seed of its group, as pending() writes them, each waiting for the hard file; "run": the plan's job it trains."""
+    from results.plan import jobs_of, runs_dir
+    search, hard, jobs = cfg[key], path_of(out, cfg, key, "hard"), []
+    for j in jobs_of(cfg):
+        if j["group"] != search["group"] or j["slug"] not in search["arms"]:
+            continue
+        files = unit_files(out, cfg, key, j["slug"], j["seed"])
+        if all(os.path.isfile(p) for p in files):
+            continue
+        log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
+        jobs.append({"name": f"unit-{j['name']}", "fn": unit_job, "needs": [hard], "makes": files[-1],
+                     "dir": j["dir"], "args": (train, j["argv"], runs_dir(out, j), log, search, hard, files), "run": j,
+                     "trained": os.path.isfile(os.path.join(runs_dir(out, j), j["name"], "ckpt.pt"))})
+    # units whose weights are already here first: they are lost when this machine goes
+    return sorted(jobs, key=lambda j: not j["trained"])
+
+
+def pending(cfg, out, key="search", train=None, logs=None):
     """The search jobs not yet done, in order, each with the files it waits for:
-    dicts name, fn, args, needs (paths that must exist before it starts), makes (its file), dir."""
+    dicts name, fn, args, needs (paths that must exist before it starts), makes (its file), dir.
+    A search with a fixed hard file runs in units (pending_units; train: reproduce.py's train_job, logs: where its
+    logs go); a stopped or frozen one has none."""
     search = cfg.get(key)
-    if not search or group_of(cfg, key).get("frozen"):
+    if not search or group_of(cfg, key).get("frozen") or search.get("stopped"):
         return []
+    if "hard" in search:
+        return pending_units(cfg, out, key, train, logs)
     seeds, where = group_of(cfg, key)["seeds"], group_of(cfg, key).get("dir", "code")
     jobs, screens = [], []
     for slug in search["arms"]:

@@ -90,10 +90,14 @@ def test_a_second_invocation_trains_nothing(quick):
 def test_the_job_list_is_the_plan():
     jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
-    # maze v3, code v2, code v1; the reviewer's: matched GRPO x 3, the v3 rerun, random-weight GRPO x 3 and three
-    # ablations x 1, five geometry settings x 2
-    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3 + 3 + 12 + 3 + 3 + 5 * 2
+    # maze v3, code v2, code v1, the replicates of v2's search of record; the reviewer's: matched GRPO x 3, the v3
+    # rerun, random-weight GRPO x 3 and three ablations x 1, five geometry settings x 2
+    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3 + 3 * 3 + 3 + 12 + 3 + 3 + 5 * 2
     assert {j["dir"] for j in jobs if j["group"] == "code"} == {"code-v2"}          # v2 beside v1's committed runs
+    # the replicates: v2's arguments exactly, trained by the search's units, not as jobs of their own
+    v2 = {j["name"]: j["argv"] for j in jobs if j["group"] == "code"}
+    assert {j["name"]: (j["argv"], j["units"]) for j in jobs if j["group"] == "code_rep"} == \
+        {name: (v2[name], "search_rep") for name in v2 if not name.startswith("multi_rlvr")}
     assert {(j["dir"], j["frozen"]) for j in jobs if j["group"] == "code_v1"} == {("code", "e29cbc8")}
     matched = next(j for j in jobs if j["group"] == "code" and j["slug"] == "grpo_matched")
     assert "--match_budget" in matched["argv"] and matched["argv"][matched["argv"].index("--algo") + 1] == "grpo"
@@ -107,7 +111,8 @@ def test_the_job_list_is_the_plan():
                 assert argv[argv.index("--steps") + 1] == str(g["steps"])
                 assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
                 assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
-                first = seed == 0 and (group in ("main", "code", "code_v1", "rerun") and slug in ("grpo", "vpo")
+                first = seed == 0 and (group in ("main", "code", "code_v1", "code_rep", "rerun")
+                                       and slug in ("grpo", "vpo")
                                        or group == "geometry")
                 assert ("--no_base_eval" not in argv) == first
                 assert "--keep_eval_ckpts" in argv and "--warm_start" not in argv  # the default base for all
@@ -141,8 +146,13 @@ def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
     failed = reproduce.run_all(cfg, str(tmp_path), jobs=1)
     assert failed[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
                           "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
+    assert {"unit-grpo-s0", "unit-vpo-s0"} <= set(failed)              # the units wait for v2's hard problems
+    units = search_jobs.pending(cfg, str(tmp_path), "search_rep", None, str(tmp_path))
     for j in search_jobs.pending(cfg, str(tmp_path)):  # committed search files: nothing left to do
         search_jobs.write_json(j["makes"], {})
+    for j in units:                                    # a finished unit: its pool and every chunk
+        for path in j["args"][-1]:
+            search_jobs.write_json(path, {})
     assert reproduce.run_all(cfg, str(tmp_path), jobs=1) == []
     assert not list((tmp_path / "runs").glob("*/*/ckpt.pt"))
 
@@ -227,6 +237,17 @@ def test_quick_runs_the_code_comparison_and_its_search(quick):
     assert re.search(r"^\| VPO search \| 2 \|", text, re.M) and re.search(r"^\| GRPO sampling \| 2 \|", text, re.M)
     assert re.search(r"^\| search \| 27 \| \d+ \| \d+ \| \d+ \|", text, re.M)
     assert search_jobs.pending(cfg, str(quick)) == []                  # nothing left to do
+    # the search of record's units: each trained its run, sampled its pool on v2's hard problems and searched
+    assert search_jobs.path_of(str(quick), cfg, "search_rep", "hard") == str(quick / "runs/code-v2/search/hard.json")
+    for slug in cfg["search_rep"]["arms"]:
+        files = search_jobs.unit_files(str(quick), cfg, "search_rep", slug, 0)
+        assert len(files) == 1 + 2 * len(chunks) and all(os.path.isfile(p) for p in files)
+        assert os.path.isfile(quick / "runs" / "code-v2-rep" / f"{slug}-s0" / "summary.json")
+        pool = json.loads(open(files[0]).read())
+        assert pool["problems"] == hard["problems"] and len(pool["solved_per_problem"]) == 2 and pool["machine"]
+    assert search_jobs.pending(cfg, str(quick), "search_rep", train=None, logs=str(quick)) == []
+    assert "## Code, plan v2: the search of record, from replicate weights" in text
+    assert re.search(r"^\| VPO \| 0 \| \d of 2 \| .+ \|$", text, re.M)
     answers = json.loads((quick / "runs" / "code-v2" / "answers_code.json").read_text())
     assert {"base-m1", "base-m3", "grpo-s0", "grpo_matched-s1", "vpo-s1", "multi_rlvr-s0"} <= set(answers)
     assert len(answers["vpo-s0"]["answers"]) == len(answers["targets"]) and len(answers["vpo-s0"]["answers"][0]) == 12
@@ -262,6 +283,28 @@ def test_search_jobs_wait_for_the_files_they_need(tmp_path):
     assert jobs[0]["needs"] == [str(run / "summary.json"), str(run / "ckpt.pt")]
     search_jobs.write_json(jobs[0]["makes"], {})
     assert "screen-grpo-s0" not in [j["name"] for j in search_jobs.pending(cfg, str(tmp_path))]
+
+
+def test_a_unit_never_searches_from_weights_it_did_not_train(tmp_path):
+    """The search of record runs in units: a unit whose weights are gone (a new session) deletes the search files
+    those weights made and trains again; units whose weights are here go first; v2's stopped search has no jobs."""
+    from results import search_jobs
+    cfg, out = plan.QUICK, str(tmp_path)
+    assert search_jobs.pending(plan.FULL, out) == []                    # v2's own search: stopped
+    logs = str(tmp_path / "logs")
+    jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
+    assert [j["name"] for j in jobs] == ["unit-grpo-s0", "unit-grpo_matched-s0", "unit-vpo-s0"]
+    assert all(j["needs"] == [str(tmp_path / "runs/code-v2/search/hard.json")] for j in jobs)
+    (tmp_path / "runs" / "code-v2-rep" / "vpo-s0").mkdir(parents=True)
+    (tmp_path / "runs" / "code-v2-rep" / "vpo-s0" / "ckpt.pt").write_text("weights")
+    jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
+    assert [j["name"] for j in jobs] == ["unit-vpo-s0", "unit-grpo-s0", "unit-grpo_matched-s0"]  # weights here: first
+    fn, (train, argv, out_dir, log, search, hard, files) = jobs[1]["fn"], jobs[1]["args"]
+    for path in files[:2]:                                              # left by a unit cut short elsewhere
+        search_jobs.write_json(path, {"from": "weights that are gone"})
+    calls = []
+    assert fn(lambda *a: calls.append(a) or 1, argv, out_dir, log, search, hard, files) == 1  # training failed
+    assert calls == [(argv, out_dir, log)] and not any(os.path.isfile(p) for p in files)
 
 
 def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
