@@ -34,7 +34,7 @@ from runs import dist
 from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, load_model, number, \
     set_deterministic
-from runs.dirs import base_dir, create_run_dir, save_run_checkpoint, truncate_logs
+from runs.dirs import base_dir, create_run_dir, machine, save_run_checkpoint, truncate_logs
 from runs.seeding import prompt_weights, step_seed
 from sample import rollout, slot_rewards
 from sft import SFTConfig, new_model, train_base, warm_start
@@ -353,7 +353,7 @@ def finish(args, task, model, directory, seconds, device):
                                    args.eval_temperature, weights=goal, amp=amp, geometry=geometry)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
-             "args": vars(args), "processes": dist.world()}
+             "args": vars(args), "processes": dist.world(), "machine": machine()}
     return report(directory, task, ks, results, label, extra) if dist.is_main() else None
 
 

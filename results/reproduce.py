@@ -77,7 +77,7 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
     train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"] and not j["units"]
-                  and not os.path.isfile(os.path.join(run_dir(out, j), "summary.json"))]
+                  and not finished(cfg, out, j)]
     logs = os.path.join(out, "runs", "logs")
     search = search_jobs.pending(cfg, out) if "code" in groups else []
     if "code_rep" in groups and "code_rep" in cfg:  # the search's units train their own runs (search_jobs.py)
@@ -96,6 +96,16 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = saved
+
+
+def finished(cfg, out, job):
+    """A run is finished when its summary.json is here and so is everything read from its weights, or the weights
+    themselves (to read it from). Weights are never committed: a run whose read-backs are missing in a clone is
+    trained again (another realization on another machine: docs/notes.md)."""
+    d = run_dir(out, job)
+    read = review_jobs.from_weights(cfg, out, job)
+    return os.path.isfile(os.path.join(d, "summary.json")) and (os.path.isfile(os.path.join(d, "ckpt.pt"))
+                                                                 or all(os.path.isfile(p) for p in read))
 
 
 def cache_key(path):

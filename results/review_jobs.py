@@ -93,6 +93,16 @@ def compare_job(pairs, path):
     return 0
 
 
+def from_weights(cfg, out, job):
+    """The read-back files made from a run's weights (coverage, validation): a run that lacks one of them once its
+    weights are gone (a new session: weights are never committed) is trained again (reproduce.py)."""
+    if job["group"] not in ("rerun", "matched", "ablations") or job["group"] not in cfg:
+        return []
+    d = run_dir(out, job)
+    return [os.path.join(d, "coverage.json")] + ([os.path.join(d, "validation.json")] if job["slug"] in GRPO_LIKE
+                                                 else [])
+
+
 def pending(cfg, out, groups):
     """The review's read-back jobs not yet done, each with the files it waits for (reproduce.py's contract:
     dicts name, fn, args, needs, makes, dir)."""

@@ -30,6 +30,7 @@ import os
 import time
 
 from results.plan import read_json
+from runs.dirs import machine
 
 
 def group_of(cfg, key="search"):
@@ -69,18 +70,6 @@ def write_json(path, obj):
     with open(tmp, "w") as f:
         json.dump(obj, f)
     os.replace(tmp, path)
-
-
-def machine():
-    """The CPU model and torch build this job ran on (a run's floats depend on them: docs/notes.md)."""
-    import platform
-
-    import torch
-    model = platform.processor() or platform.machine()
-    if os.path.isfile("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    return f"{model}, {os.cpu_count()} cores, torch {torch.__version__}"
 
 
 def _load(ckpt):

@@ -170,3 +170,14 @@ def save_run_checkpoint(path, model, opt, step, meta, device, seconds):
         save_checkpoint(path, model, optimizer=opt.state_dict(), step=step, **meta, device=device.type,
                         world=dist.world(), seconds=seconds)
     dist.barrier()
+
+
+def machine():
+    """The CPU model, cores and torch build of this process: what a run's floats depend on beyond its seed (the same
+    seed trains the same weights on one machine, not across machines: docs/notes.md). Recorded in summary.json."""
+    import platform
+    model = platform.processor() or platform.machine()
+    if os.path.isfile("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    return f"{model}, {os.cpu_count()} cores, torch {torch.__version__}"

@@ -48,6 +48,24 @@ def test_the_read_back_jobs_wait_for_their_runs(tmp_path):
     assert "validation-maze-grpo_matched-s1" not in [j["name"] for j in review_jobs.pending(plan.FULL, out, plan.REVIEW)]
 
 
+def test_a_run_whose_read_backs_are_missing_without_its_weights_is_trained_again(tmp_path):
+    """A clone holds a run's summary.json but never its weights: the run counts as finished only if everything read
+    from its weights (coverage; validation for the GRPO-like runs) is here too, or the weights are."""
+    from results.reproduce import finished
+    out = str(tmp_path)
+    jobs = {(j["group"], j["name"]): j for j in plan.jobs_of(plan.FULL)}
+    matched, vpo, v3 = jobs["matched", "grpo_matched-s0"], jobs["rerun", "vpo-s0"], jobs["main", "vpo-s0"]
+    for j in (matched, vpo, v3):
+        write_json(os.path.join(plan.run_dir(out, j), "summary.json"), {})
+    assert not finished(plan.FULL, out, matched) and not finished(plan.FULL, out, vpo)
+    assert finished(plan.FULL, out, v3)                                    # v3 reads nothing from its weights
+    write_json(os.path.join(plan.run_dir(out, vpo), "coverage.json"), {})
+    write_json(os.path.join(plan.run_dir(out, matched), "coverage.json"), {})
+    assert finished(plan.FULL, out, vpo) and not finished(plan.FULL, out, matched)  # matched: validation too
+    write_json(os.path.join(plan.run_dir(out, matched), "ckpt.pt"), {})   # its weights are here: read them
+    assert finished(plan.FULL, out, matched)
+
+
 def test_the_comparison_job_says_equal_or_where(tmp_path):
     for name, text in (("a", '{"s": 1}\n{"s": 2}\n'), ("b", '{"s": 1}\n{"s": 2}\n'), ("c", '{"s": 1}\n{"s": 3}\n')):
         os.makedirs(tmp_path / name)
