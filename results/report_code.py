@@ -231,11 +231,12 @@ def search_section(cfg, out, key="search"):
                            " / ".join(f"{b:.3f}" for b in best) or "-"])
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
-    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped))
+    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped),
+                            seeds=len(group["seeds"]))
     return lines + solved_problems_table(found, task, problems)
 
 
-def only_by_tables(found, s, hard, frozen=None, stopped=False):
+def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None):
     """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
     budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
     the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
@@ -272,7 +273,8 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False):
     if not tests:
         return lines
     deciding = [t for t in tests if t[0] == "evolve"]
-    complete = len(deciding) == len(s["pairs"])
+    complete = len(deciding) == len(s["pairs"]) and all(  # every pair, every seed of both its methods
+        seeds is None or len(found["evolve"][slug]) == seeds for pair in s["pairs"] for slug in pair)
     rejected = holm([t[5] for t in deciding]) if complete else [False] * len(deciding)
     rows = []
     for t in tests:
@@ -285,7 +287,7 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False):
             else:
                 reading = "no difference detected at this power"
         elif kind == "evolve":
-            reading = "stopped search: no verdict" if stopped else "waiting for every pair's searches (Holm)"
+            reading = "stopped search: no verdict" if stopped else "waiting for every seed of every pair (Holm)"
         else:
             reading = "descriptive"
         how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]

@@ -357,6 +357,9 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     os.remove(path_of("evolve", "grpo", 1))
     found, _ = search_jobs.read_searches(cfg, out)
     assert [r["rl_seed"] for r in found["evolve"]["grpo"]] == [0] and len(found["evolve"]["vpo"]) == 2
+    # and no verdict is read until every seed of both methods has searched
+    lines = report_code.search_section(cfg, out)
+    assert "| search | VPO − GRPO | 1 | 1 | 2 | 1.0000 | waiting for every seed of every pair (Holm) |" in lines
 
 
 def test_forms_per_family_by_hand():
