@@ -167,9 +167,10 @@ def pending_units(cfg, out, key, train, logs):
     seed of its group, as pending() writes them, each waiting for the hard file; "run": the plan's job it trains."""
     from results.plan import jobs_of, runs_dir
     search, hard, jobs = cfg[key], path_of(out, cfg, key, "hard"), []
-    for j in jobs_of(cfg):
-        if j["group"] != search["group"] or j["slug"] not in search["arms"]:
-            continue
+    # seed by seed; within a seed the method every pair compares against first (VPO), then the pairs' others
+    order = list(dict.fromkeys([a for a, _ in search["pairs"]] + [b for _, b in search["pairs"]]))
+    runs = [j for j in jobs_of(cfg) if j["group"] == search["group"] and j["slug"] in search["arms"]]
+    for j in sorted(runs, key=lambda j: (j["seed"], order.index(j["slug"]) if j["slug"] in order else len(order))):
         files = unit_files(out, cfg, key, j["slug"], j["seed"])
         if all(os.path.isfile(p) for p in files):
             continue

@@ -293,13 +293,14 @@ def test_a_unit_never_searches_from_weights_it_did_not_train(tmp_path):
     assert search_jobs.pending(plan.FULL, out) == []                    # v2's own search: stopped
     logs = str(tmp_path / "logs")
     jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
-    assert [j["name"] for j in jobs] == ["unit-grpo-s0", "unit-grpo_matched-s0", "unit-vpo-s0"]
+    # seed by seed, VPO (in every pair) first, then the pairs' other methods
+    assert [j["name"] for j in jobs] == ["unit-vpo-s0", "unit-grpo-s0", "unit-grpo_matched-s0"]
     assert all(j["needs"] == [str(tmp_path / "runs/code-v2/search/hard.json")] for j in jobs)
-    (tmp_path / "runs" / "code-v2-rep" / "vpo-s0").mkdir(parents=True)
-    (tmp_path / "runs" / "code-v2-rep" / "vpo-s0" / "ckpt.pt").write_text("weights")
+    (tmp_path / "runs" / "code-v2-rep" / "grpo_matched-s0").mkdir(parents=True)
+    (tmp_path / "runs" / "code-v2-rep" / "grpo_matched-s0" / "ckpt.pt").write_text("weights")
     jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
-    assert [j["name"] for j in jobs] == ["unit-vpo-s0", "unit-grpo-s0", "unit-grpo_matched-s0"]  # weights here: first
-    fn, (train, argv, out_dir, log, search, hard, files) = jobs[1]["fn"], jobs[1]["args"]
+    assert [j["name"] for j in jobs] == ["unit-grpo_matched-s0", "unit-vpo-s0", "unit-grpo-s0"]  # weights here: first
+    fn, (train, argv, out_dir, log, search, hard, files) = jobs[2]["fn"], jobs[2]["args"]
     for path in files[:2]:                                              # left by a unit cut short elsewhere
         search_jobs.write_json(path, {"from": "weights that are gone"})
     calls = []
