@@ -95,7 +95,7 @@ def compare_job(pairs, path):
 
 def from_weights(cfg, out, job):
     """The read-back files made from a run's weights (coverage, validation): a run that lacks one of them once its
-    weights are gone (a new session: weights are never committed) is trained again (reproduce.py)."""
+    weights are gone (a fresh clone: weights are never committed) is trained again (reproduce.py)."""
     if job["group"] not in ("rerun", "matched", "ablations") or job["group"] not in cfg:
         return []
     d = run_dir(out, job)

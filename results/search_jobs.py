@@ -22,7 +22,7 @@ one job per arm and seed trains the run (train.py, the group's arguments), sampl
 (pool-ARM-sSEED.json), then runs every evolve and sample chunk from the weights it has just trained. Weights are
 never committed and the same seed trains other weights on another machine's floating point (docs/notes.md), so a
 unit never starts a search from a checkpoint it did not train itself: a unit found with search files but no
-checkpoint (a session that ended mid-unit) deletes them and starts over.
+checkpoint (an invocation that ended mid-unit) deletes them and starts over.
 """
 import json
 import math
