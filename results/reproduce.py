@@ -139,6 +139,21 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
         running = {}
         while train_jobs or search or running:
             busy = {running[f]["base"] for f in running}
+            for j in list(search):  # first, in order: a job starts once the files it needs exist (it ends a result)
+                if len(running) >= jobs:
+                    break
+                if all(os.path.isfile(p) for p in j["needs"]):
+                    key = None
+                    if "run" in j:  # a search unit trains its run first: the warm-start rule of the runs below
+                        path = bases.setdefault((j["dir"], j["run"]["name"]), base_path(j["run"], out))
+                        share_base(path, bases.values())
+                        if cache_key(path) in busy and not os.path.isfile(path):
+                            continue
+                        key = cache_key(path)
+                        busy.add(key)
+                    search.remove(j)
+                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
+                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": key}
             for j in list(train_jobs):
                 if len(running) >= jobs:
                     break
@@ -152,21 +167,6 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
                 print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
                 log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
                 running[pool.submit(train_job, j["argv"], out_dir, log)] = {**j, "base": cache_key(path)}
-            for j in list(search):  # in order: a job starts once the files it needs exist
-                if len(running) >= jobs:
-                    break
-                if all(os.path.isfile(p) for p in j["needs"]):
-                    key = None
-                    if "run" in j:  # a search unit trains its run first: the warm-start rule of the runs above
-                        path = bases.setdefault((j["dir"], j["run"]["name"]), base_path(j["run"], out))
-                        share_base(path, bases.values())
-                        if cache_key(path) in busy and not os.path.isfile(path):
-                            continue
-                        key = cache_key(path)
-                        busy.add(key)
-                    search.remove(j)
-                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
-                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": key}
             if not running:  # nothing runs and nothing can start: what the search needs failed to appear
                 missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
                 print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "
