@@ -250,9 +250,16 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
     _save(fig, axes[0][0], path, suptitle)
 
 
+def machines(rs):
+    """The machines of runs, short ("Intel Xeon Processor"), as their summary.json records them; v3's runs do not."""
+    names = {(r["summary"].get("machine") or "v3's machine").split(",")[0].replace("(R)", "") for r in rs}
+    return "; ".join(sorted(names))
+
+
 def compute_figure(runs, bases, path, suptitle, ks=(3, 12, 48), key="pooled_best@k"):
     """Pooled best@k at every evaluation against what it cost: tokens generated (top) and training seconds
-    (bottom) up to that step (plan.compute_at), one line per arm (mean over seeds), the base at 0."""
+    (bottom) up to that step (plan.compute_at), one line per arm (mean over seeds), the base at 0. The legend names
+    each arm's machines: seconds compare only within one."""
     fig, axes = plt.subplots(2, len(ks), figsize=(4.2 * len(ks), 7.0), squeeze=False, sharey="col")
     for col, k in enumerate(ks):
         for row, (index, unit) in enumerate(((0, "tokens generated (millions)"), (1, "training seconds"))):
@@ -267,7 +274,7 @@ def compute_figure(runs, bases, path, suptitle, ks=(3, 12, 48), key="pooled_best
                 if points:
                     x, y = zip(*points)
                     x = np.array(x) / (1e6 if index == 0 else 1.0)
-                    ax.plot(x, y, marker="o", color=f"C{i}", label=f"{label} ({len(rs)})")
+                    ax.plot(x, y, marker="o", color=f"C{i}", label=f"{label} ({len(rs)}; {machines(rs)})")
             _label(ax, f"pooled best@{k}", unit)
     _save(fig, axes[0][0], path, suptitle)
 

@@ -9,7 +9,7 @@ import os
 
 from results.dimensions import geometry_points
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
-from results.tables import PAIRED_STD_NOTE, paired_table, pm, step_table, table
+from results.tables import PAIRED_STD_NOTE, STD_NOTE, paired_table, pm, step_table, table
 
 
 def rerun_runs(cfg, out):
@@ -50,6 +50,7 @@ def review_section(cfg, out):
         lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
         lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
         lines += equal_tokens_lines(both)
+        lines += machine_lines({**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, both)
     if groups.get("ablations"):
         lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
         lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
@@ -113,6 +114,35 @@ def equal_tokens_lines(runs, step=250):
             "in tokens generated, pooled best@k:", ""] + table(
         ["against", "seed", f"VPO tokens at {step} (M)", "its step", "its tokens (M)", "VPO − it, k=3", "k=12", "k=48"],
         rows) + [""]
+
+
+def machine(run):
+    """The machine a run trained on, as its summary.json records it (v3's runs predate the record)."""
+    return run["summary"].get("machine") or "not recorded (v3's machine)"
+
+
+def machine_lines(v3, review):
+    """Training seconds compare only within one machine (PLAN_REVIEW.md, amendment 2): every arm's machines and RL
+    seconds, and the ratio measured on one configuration trained on two machines (v3's run and the rerun's)."""
+    rows, pairs = [], []
+    for label, rs in {**v3, **review}.items():
+        secs = [r["summary"]["train_seconds"] for r in rs]
+        rows.append([label, str(len(rs)), "; ".join(sorted({machine(r) for r in rs})), pm(secs, 0)])
+    for label, rs in review.items():
+        for r in rs:
+            twin = next((t for t in v3.get(label.replace(" (rerun)", ""), []) if t["seed"] == r["seed"]), None)
+            if label.endswith(" (rerun)") and twin:
+                a, b = twin["summary"]["train_seconds"], r["summary"]["train_seconds"]
+                pairs.append([label, str(r["seed"]), f"{a:.0f}", f"{b:.0f}", machine(r), f"{a / b:.2f}"])
+    if not review:
+        return []
+    lines = ["Training seconds (summary.json `train_seconds`, one torch thread, two jobs at a time) and the machine "
+             "of every arm. Seconds compare only within one machine, and compute_maze.png's seconds "
+             "panels mix them:", ""] + table(["arm", "seeds", "machines", "train seconds"], rows, STD_NOTE) + [""]
+    if pairs:
+        lines += ["One configuration on two machines: v3's run and the rerun's of the same arm and seed:", ""] + table(
+            ["arm", "seed", "v3's seconds", "rerun's seconds", "rerun's machine", "v3 / rerun"], pairs) + [""]
+    return lines
 
 
 def covers(cs):

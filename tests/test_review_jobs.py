@@ -214,3 +214,21 @@ def test_equal_tokens_picks_the_evaluation_nearest_in_tokens():
     lines = report_review.equal_tokens_lines(runs)
     assert "| GRPO (rerun) | 0 | 1.60 | 750 | 1.44 | -0.050 | -0.050 | -0.050 |" in lines
     assert "| matched GRPO | 0 | 1.60 | 250 | 1.44 | +0.000 | +0.000 | +0.000 |" in lines
+
+
+def test_machine_lines_pair_one_configuration_over_two_machines():
+    """By hand: v3's GRPO seed 0 took 1200 s on an unrecorded machine, the rerun's 800 s on machine X: ratio 1.50;
+    matched GRPO has no v3 twin, so it is listed but not paired; nothing from the review, no lines."""
+    from results.figures import machines
+    from results.report_review import machine_lines
+
+    def run(seed, secs, where=None):
+        return {"seed": seed, "summary": {"train_seconds": secs, **({"machine": where} if where else {})}}
+    v3 = {"GRPO": [run(0, 1200.0), run(1, 1000.0)]}
+    review = {"GRPO (rerun)": [run(0, 800.0, "X, 2 cores")], "matched GRPO": [run(0, 1900.0, "X, 2 cores")]}
+    text = "\n".join(machine_lines(v3, review))
+    assert "| GRPO | 2 | not recorded (v3's machine) | 1100 ± 100 |" in text
+    assert "| GRPO (rerun) | 0 | 1200 | 800 | X, 2 cores | 1.50 |" in text
+    assert "| matched GRPO | 0 |" not in text and "| matched GRPO | 1 | X, 2 cores | 1900 |" in text
+    assert machine_lines(v3, {}) == []
+    assert machines([run(0, 1.0, "Intel(R) Xeon(R) Processor, 2 cores"), run(1, 1.0)]) == "Intel Xeon Processor; v3's machine"
