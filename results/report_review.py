@@ -124,18 +124,17 @@ def machine(run):
 def machine_lines(v3, review):
     """Training seconds compare only within one machine (PLAN_REVIEW.md, amendment 2): every arm's machines and RL
     seconds, and the ratio measured on one configuration trained on two machines (v3's run and the rerun's)."""
+    if not review:
+        return []
     rows, pairs = [], []
     for label, rs in {**v3, **review}.items():
         secs = [r["summary"]["train_seconds"] for r in rs]
         rows.append([label, str(len(rs)), "; ".join(sorted({machine(r) for r in rs})), pm(secs, 0)])
     for label, rs in review.items():
-        for r in rs:
-            twin = next((t for t in v3.get(label.replace(" (rerun)", ""), []) if t["seed"] == r["seed"]), None)
-            if label.endswith(" (rerun)") and twin:
-                a, b = twin["summary"]["train_seconds"], r["summary"]["train_seconds"]
-                pairs.append([label, str(r["seed"]), f"{a:.0f}", f"{b:.0f}", machine(r), f"{a / b:.2f}"])
-    if not review:
-        return []
+        twins = {t["seed"]: t for t in v3.get(label.removesuffix(" (rerun)"), [])} if label.endswith(" (rerun)") else {}
+        for r in (r for r in rs if r["seed"] in twins):
+            a, b = twins[r["seed"]]["summary"]["train_seconds"], r["summary"]["train_seconds"]
+            pairs.append([label, str(r["seed"]), f"{a:.0f}", f"{b:.0f}", machine(r), f"{a / b:.2f}"])
     lines = ["Training seconds (summary.json `train_seconds`, one torch thread, two jobs at a time) and the machine "
              "of every arm. Seconds compare only within one machine, and compute_maze.png's seconds "
              "panels mix them:", ""] + table(["arm", "seeds", "machines", "train seconds"], rows, STD_NOTE) + [""]
