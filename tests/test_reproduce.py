@@ -341,3 +341,23 @@ def test_groups_in_other_directories_train_their_shared_base_once(tmp_path):
     assert not any("another run is training" in t for t in logs)
     (first,), (second,) = (list((tmp_path / "runs" / d / "base").glob("*/ckpt.pt")) for d in ("maze", "maze-elsewhere"))
     assert first.parent.name == second.parent.name and first.read_bytes() == second.read_bytes()
+
+
+def finish_ok(*args):
+    """A stand-in for a job (reproduce.train_job, a read-back): done at once, exit code 0."""
+    return 0
+
+
+def test_a_job_that_ends_a_result_starts_before_new_training(tmp_path, capsys, monkeypatch):
+    """With one slot free, a read-back whose files exist takes it before a training run queued earlier: results
+    finish first, so that a stop leaves them committed rather than queued behind hours of training."""
+    monkeypatch.setattr(reproduce, "train_job", finish_ok)
+    base = tmp_path / "runs" / "maze" / "base" / "maze-1" / "ckpt.pt"
+    base.parent.mkdir(parents=True)
+    base.write_text("weights")
+    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"]}]
+    search = [{"dir": "maze", "name": "coverage-vpo-s0", "needs": [str(base)], "fn": finish_ok, "args": ()}]
+    failed = reproduce._run({}, str(tmp_path), 1, None, train_jobs, search, {("maze", "grpo-s9"): str(base)},
+                            str(tmp_path / "logs"), None)
+    starts = re.findall(r"start maze/(\S+)", capsys.readouterr().out)
+    assert failed == [] and starts == ["coverage-vpo-s0", "grpo-s9"]
