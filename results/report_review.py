@@ -9,7 +9,7 @@ import os
 
 from results.dimensions import geometry_points
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
-from results.tables import PAIRED_STD_NOTE, STD_NOTE, paired_table, pm, step_table, table
+from results.tables import PAIRED_STD_NOTE, STD_NOTE, paired_table, pm, step_table, table, verdict
 
 
 def rerun_runs(cfg, out):
@@ -57,7 +57,7 @@ def review_section(cfg, out):
         lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
                               need)
     validation = read_review(cfg, out, "validation.json")
-    rows = []
+    rows, ds_of = [], {}
     for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
                                ("matched", "matched GRPO", groups.get("matched", {}).get("matched GRPO", []))):
         for v in validation.get(group, {}).get(label, []):
@@ -67,12 +67,18 @@ def review_section(cfg, out):
                 t = stop_step(v)
                 final, stopped = vpo["summary"]["metrics"], at_step(run, t)
                 ds = [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in (3, 12, 48)]
-                rows.append([label + (" (rerun)" if group == "rerun" else ""), str(v["seed"]), str(t)]
-                            + [f"{d:+.3f}" for d in ds])
+                name = label + (" (rerun)" if group == "rerun" else "")
+                rows.append([name, str(v["seed"]), str(t)] + [f"{d:+.3f}" for d in ds])
+                for k, d in zip((3, 12, 48), ds):
+                    ds_of.setdefault((name, k), []).append(d)
     if rows:
         lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and the "
                   "rerun's VPO at step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
         lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
+        lines += ["The plan's reading of VPO at step 1000 − early-stopped GRPO:", ""]
+        lines += table(["method", "k", "mean ± std", "reading (plan's rule)"],
+                       [[name, f"k={k}", pm(ds), verdict(ds, "VPO (rerun)", f"early-stopped {name}", need)]
+                        for (name, k), ds in ds_of.items()], PAIRED_STD_NOTE) + [""]
     lines += coverage_lines(read_review(cfg, out, "coverage.json"))
     points = geometry_points(cfg, out)
     if points:

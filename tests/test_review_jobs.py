@@ -112,8 +112,9 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
         shutil.copytree(out / "runs" / "maze" / f"grpo-s{s}", out / "runs" / "maze" / f"grpo_matched-s{s}")
     for s in range(2):
         shutil.copytree(out / "runs" / "maze" / f"vpo-s{s}", out / "runs" / "maze-geometry" / f"vpo_rho0.5-s{s}")
-    write_json(str(out / "runs" / "maze" / "grpo_matched-s0" / "validation.json"),
-               {"pooled_best@k": {"250": {"48": 0.7}, "500": {"48": 0.6}, "750": {"48": 0.5}, "1000": {"48": 0.4}}})
+    for s in range(3):
+        write_json(str(out / "runs" / "maze" / f"grpo_matched-s{s}" / "validation.json"),
+                   {"pooled_best@k": {"250": {"48": 0.7}, "500": {"48": 0.6}, "750": {"48": 0.5}, "1000": {"48": 0.4}}})
     cov = {"answers": {"exit": 0.5, "gold": 0.1, "diamonds": 0.2, "both": 0.0, "no item": 0.2, "lava-free": 0.3},
            "pools": {"gold and diamonds": 0.25}, "best@k": {"48": {"gold": 0.3, "diamonds": 0.2}},
            "completions_two_classes": 0.8}
@@ -148,6 +149,13 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     assert (tmp_path / "dims.png").stat().st_size > 0
     stop = next(line for line in lines if line.startswith("| matched GRPO | 0 | 250 |"))
     assert stop.count("|") == 7
+    ds = [float(next(line for line in lines if line.startswith(f"| matched GRPO | {s} | 250 |")).split("|")[6])
+          for s in range(3)]                                                 # VPO − early-stopped, k=48, per seed
+    reading = next(line for line in lines if line.startswith("| matched GRPO | k=48 |"))
+    expected = ("VPO (rerun) ahead on every seed" if min(ds) > 0 else "early-stopped matched GRPO ahead on every seed"
+                if max(ds) < 0 else "unresolved")
+    mean, reading = reading.split("|")[3].split("±")[0], reading.split("|")[4].strip()
+    assert float(mean) == pytest.approx(np.mean(ds), abs=1e-3) and reading == expected   # the cells are rounded
     assert "| matched GRPO | 1 | 0.500 | 0.100 | 0.200 | 0.000 | 0.200 | 0.250 | 0.800 | 0.300 | 0.200 |" in lines
     assert "| VPO (rerun) | 1 | 1 | 0.600 | 0.000 | 0.040 | 0.500 |" in lines                # slot 1 of seed 0
     tokens = next(line for line in lines if line.startswith("| GRPO (rerun) | 0 |"))       # v3's logs: about 102
