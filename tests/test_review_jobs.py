@@ -133,6 +133,8 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     text = "\n".join(lines)
     assert "Paired difference VPO (rerun) − GRPO (rerun), pooled best@k" in text
     assert "Paired difference VPO (rerun) − matched GRPO, pooled best@k" in text
+    for caption in ("Equal generated tokens", "The plan's reading of VPO at step 1000 − early-stopped GRPO"):
+        assert caption in text, caption                                   # results/README.md quotes them
     assert "grpo-s0: log.jsonl first differs at row 2, eval.jsonl equal" in text
     mine = [line for line in lines if line.startswith("| 1000 | k=48 |")]
     v3_row = next(line for line in open("results/results.md").read().splitlines() if line.startswith("| 1000 | k=48 |"))
