@@ -79,7 +79,7 @@ def review_section(cfg, out):
         lines += table(["method", "k", "mean ± std", "reading (plan's rule)"],
                        [[name, f"k={k}", pm(ds), verdict(ds, "VPO (rerun)", f"early-stopped {name}", need)]
                         for (name, k), ds in ds_of.items()], PAIRED_STD_NOTE) + [""]
-    lines += coverage_lines(read_review(cfg, out, "coverage.json"))
+    lines += coverage_lines(read_review(cfg, out, "coverage.json"), need)
     points = geometry_points(cfg, out)
     if points:
         rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
@@ -150,13 +150,14 @@ def machine_lines(v3, review):
     return lines
 
 
-def covers(cs):
+def covers(cs, need=None):
     """The plan's coverage reading from {label: [coverage per seed, with "seed"]} (PLAN_REVIEW.md, reading 3): VPO's
     sets cover the gold-diamond trade-off if on every seed its share of pools holding a gold answer beside a diamond
     answer exceeds GRPO's and Max@k's, and some slot's mean gold exceeds its mean diamonds while another slot's is
-    the reverse. -> (bool or None before every arm's seeds, the pool kinds VPO holds more of than GRPO on every seed)."""
+    the reverse. -> (bool or None before every arm's seeds, the pool kinds VPO holds more of than GRPO on every seed).
+    need: the seeds the plan runs; no reading before VPO has them all."""
     vpo, others = cs.get("VPO (rerun)", []), [cs.get("GRPO (rerun)", []), cs.get("Max@k (rerun)", [])]
-    if not vpo or any(len(o) < len(vpo) for o in others):
+    if not vpo or need and len(vpo) < need or any(len(o) < len(vpo) for o in others):
         return None, []
     by_seed = [{c["seed"]: c for c in o} for o in others]
 
@@ -170,7 +171,7 @@ def covers(cs):
     return pools and all(specialized(c) for c in vpo), more
 
 
-def coverage_lines(coverage):
+def coverage_lines(coverage, need=None):
     """The coverage tables (results/coverage.py) of every review arm, the multi-answer arms' slots, the reading."""
     labelled = {label + (" (rerun)" if group == "rerun" else ""): cs
                 for group in ("rerun", "matched", "ablations") for label, cs in coverage.get(group, {}).items()}
@@ -194,7 +195,7 @@ def coverage_lines(coverage):
     if slot_rows:
         lines += ["Each slot's mean reward vector over its written answers (the multi-answer arms):", ""]
         lines += table(["method", "slot", "seeds", "exit", "gold", "diamonds", "no_lava"], slot_rows) + [""]
-    cover, more = covers(labelled)
+    cover, more = covers(labelled, need)
     if cover is not None:
         lines += [("Reading (the plan's rule): VPO's sets cover the gold-diamond trade-off." if cover else
                    "Reading (the plan's rule): VPO's sets do not cover the gold-diamond trade-off; its pools hold more "

@@ -205,6 +205,7 @@ def test_the_coverage_reading_by_hand():
     assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.4, split), cov(1, 0.3, alike)]})[0] is False
     assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.25, split), cov(1, 0.3, split)]})[0] is False  # Max@k s0
     assert report_review.covers({"VPO (rerun)": [cov(0, 0.4, split)]}) == (None, [])                # no GRPO yet
+    assert report_review.covers({**others, "VPO (rerun)": [cov(0, 0.4, split), cov(1, 0.3, split)]}, need=3) == (None, [])
 
 
 def test_equal_tokens_picks_the_evaluation_nearest_in_tokens():
