@@ -88,3 +88,28 @@ def code_point(cfg, out, group="code"):
     d = _differences(runs["VPO"], runs["GRPO"], cfg[group]["steps"], "pass@k")
     return {"label": "code (plan v2), pass@k", "d": d, "policy": policy,
             "base": answer_dimensions(task, problems, cache["base-m3"]["answers"])}
+
+
+RHO_PATH = ("VPO (rerun, ρ = 0)", "VPO, collinear=0.5", "VPO, collinear=0.8", "VPO, collinear=0.95")
+
+
+def geometry_reading(points, need, k=48):
+    """results/PLAN_REVIEW.md, reading 4 (descriptive, 2 seeds): "VPO's lead shrinks as the dimensions become
+    collinear" if the mean d(k) falls at every step ρ = 0 → 0.5 → 0.8 → 0.95, else that it does not; each other
+    setting's mean d(k) against ρ = 0's. [] until every setting has `need` seeds (ρ = 0 has the rerun's seeds)."""
+    by = {p["label"]: p["d"][k] for p in points}
+    if not points or any(len(by.get(label, [])) < need for label in RHO_PATH) or any(
+            len(d) < need for d in by.values()):
+        return []
+    mean = {label: float(np.mean(d)) for label, d in by.items()}
+    path = [mean[label] for label in RHO_PATH]
+    falls = all(b < a for a, b in zip(path, path[1:]))
+    said = ("VPO's lead shrinks as the dimensions become collinear" if falls else
+            "VPO's lead does not fall at every step of ρ")
+    lines = [f"Reading (the plan's rule, k = {k}): {said} (mean VPO − GRPO at ρ = 0, 0.5, 0.8, 0.95: "
+             + ", ".join(f"{m:+.3f}" for m in path) + ")."]
+    for label in by:
+        if label not in RHO_PATH:
+            lines.append(f"{label}: mean VPO − GRPO {mean[label]:+.3f} at k = {k}, against ρ = 0's "
+                         f"{mean[RHO_PATH[0]]:+.3f} ({mean[label] - mean[RHO_PATH[0]]:+.3f}).")
+    return lines

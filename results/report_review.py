@@ -7,7 +7,7 @@ VPO's slots specialize, and VPO under each reward geometry.
 import json
 import os
 
-from results.dimensions import geometry_points
+from results.dimensions import geometry_points, geometry_reading
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
 from results.tables import PAIRED_STD_NOTE, STD_NOTE, paired_table, pm, step_table, table, verdict
 
@@ -91,6 +91,8 @@ def review_section(cfg, out):
                   "effective rank) over the policy's and the base's held-out answers (results/dimensions.py):", ""]
         lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
                         "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
+        reading = geometry_reading(points, len(cfg["geometry"]["seeds"]))
+        lines += [" ".join(reading), ""] if reading else []
     return lines
 
 

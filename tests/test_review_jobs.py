@@ -243,3 +243,21 @@ def test_machine_lines_pair_one_configuration_over_two_machines():
     assert "| matched GRPO | 0 |" not in text and "| matched GRPO | 1 | X, 2 cores | 1900 |" in text
     assert machine_lines(v3, {}) == []
     assert machines([run(0, 1.0, "Intel(R) Xeon(R) Processor, 2 cores"), run(1, 1.0)]) == "Intel Xeon Processor; v3's machine"
+
+
+def test_the_geometry_reading_by_hand():
+    """Reading 4: the lead shrinks only if the mean d(48) falls at every step of ρ; merge and repeat against ρ = 0;
+    nothing until every setting has its seeds."""
+    def point(label, *d):
+        return {"label": label, "d": {48: list(d)}}
+    falling = [point("VPO (rerun, ρ = 0)", 0.1, 0.12, 0.14), point("VPO, collinear=0.5", 0.1, 0.08),
+               point("VPO, collinear=0.8", 0.05, 0.03), point("VPO, collinear=0.95", 0.0, 0.02),
+               point("VPO, merge=gold+diamonds", 0.2, 0.2)]
+    lines = dimensions.geometry_reading(falling, need=2)
+    assert lines[0].startswith("Reading (the plan's rule, k = 48): VPO's lead shrinks as the dimensions become collinear")
+    assert "+0.120, +0.090, +0.040, +0.010" in lines[0]
+    assert lines[1] == "VPO, merge=gold+diamonds: mean VPO − GRPO +0.200 at k = 48, against ρ = 0's +0.120 (+0.080)."
+    flat = falling[:2] + [point("VPO, collinear=0.8", 0.09, 0.09)] + falling[3:]   # 0.090 -> 0.090 is no fall
+    assert "does not fall at every step" in dimensions.geometry_reading(flat, need=2)[0]
+    assert dimensions.geometry_reading(falling[:3], need=2) == []                      # ρ = 0.95 not in
+    assert dimensions.geometry_reading(falling[:4] + [point("VPO, repeat=gold", 0.1)], need=2) == []
