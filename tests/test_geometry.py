@@ -132,3 +132,18 @@ def test_the_step_gives_the_method_the_reshaped_vector_and_draws_weights_over_it
     assert r0.shape[-1] == 2 and wshape0[-1] == 2 and ws0.tolist() == [0.5, 0.5]
     assert r1.shape[-1] == 3 and wshape1[-1] == 3 and ws1.tolist() == [0.25, 0.5, 0.25]
     assert torch.equal(r1[..., :2], r0) and torch.equal(r1[..., 2], r0[..., 0])   # same rollouts, left repeated
+
+
+def test_near_collinear_vpo_scores_a_set_by_its_best_scalar():
+    """docs/when_vpo_helps.md: with Σw = 1, wᵀr_ρ = (1 − ρ) wᵀr + ρ w*ᵀr, so VPO's set reward under collinear=ρ is within
+    (1 − ρ) of max_j w*ᵀr(y_j) (rewards in [0, 1]): toward ρ = 1, VPO is Multi-RLVR with the max, not scalar RL."""
+    g = torch.Generator().manual_seed(0)
+    r = torch.rand((4, 6, 3, 4), generator=g, dtype=torch.float64)
+    mask = torch.rand((4, 6, 3), generator=g) < 0.8
+    w = vpo.sample_weights(4, 50, 4, generator=g).to(torch.float64)
+    best_scalar = vpo.masked_max(r @ torch.as_tensor(W4), mask)
+    for rho in (0.0, 0.5, 0.95):
+        seen, _ = parse_geometry(f"collinear={rho}", MAZE, W4).apply(r, W4)
+        gap = (vpo.set_rewards(seen, mask, w) - best_scalar).abs().max().item()
+        assert gap <= 1 - rho + 1e-12, rho
+    assert gap > 0 and (vpo.set_rewards(r, mask, w) - best_scalar).abs().max().item() > 0.05   # ρ = 0 is not the max
