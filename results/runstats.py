@@ -1,0 +1,194 @@
+"""
+Statistics over training runs: the training run is the unit of every comparison between methods.
+
+What varies between two methods' results is the training run (its seed, its sampled rollouts). Problems, answers
+and evaluation steps inside one run are not independent replicates of a method, so every test here takes one
+number per run: a run's pooled best@48, or the problems its search solved.
+
+- `paired_comparison(a, b)`: runs paired by seed. The differences d_s = a_s − b_s, their mean, a Student-t 95%
+  interval over runs, and an exact sign-flip test (the 2^n ways to swap the method labels inside each pair).
+- `label_comparison(a, b)`: unpaired runs. Welch's interval on the difference of the means and an exact
+  permutation test (every way of dealing the n_a + n_b runs' values into two groups of n_a and n_b).
+- `smallest_p`: an exact test over n runs cannot go below 2 / 2^n paired (0.25 at n = 3), or 2 / C(n_a + n_b, n_a)
+  unpaired with equal arms (0.10 at 3 against 3). Below about 6 runs per arm no exact test reaches p < 0.05.
+- `detectable_difference`: the smallest true difference the test would find with 80% power at α = 0.05
+  (the normal-theory approximation with t quantiles); None while the exact test cannot reach α at all.
+- `runs_needed`: runs per arm for a given difference and run-to-run spread (for planning an experiment).
+- `leave_one_out`: the comparison again with each run left out in turn.
+
+The reading of a comparison is the exact test's: "A ahead" or "B ahead" when p ≤ α, "not separated" otherwise,
+and "too few runs" when no outcome of that many runs could reach α. The interval says how large the difference
+may be; it is a description, not the verdict. Tests: tests/test_runstats.py (hand values and brute force).
+"""
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+ALPHA = 0.05
+POWER = 0.8
+EXACT_LIMIT = 1_000_000  # arrangements enumerated exactly; beyond it a seeded Monte Carlo estimate
+TOL = 1e-12              # a rearranged statistic "as extreme" as the observed one, up to rounding
+
+
+def t_cdf(x, df):
+    """P(T ≤ x) for Student's t with df degrees of freedom (df > 0, not necessarily whole): Simpson's rule on the
+    density from 0 to |x| (4,000 intervals; error below 1e-9 for df ≥ 1)."""
+    if x == 0:
+        return 0.5
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    t = np.linspace(0.0, abs(x), 4001)
+    f = c * (1 + t * t / df) ** (-(df + 1) / 2)
+    area = (t[1] - t[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+    return 0.5 + math.copysign(area, x)
+
+
+def t_quantile(q, df):
+    """The x with P(T ≤ x) = q, by bisection on t_cdf (0 < q < 1)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q}")
+    lo, hi = -1e4, 1e4
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < q else (lo, mid)
+    return (lo + hi) / 2
+
+
+def smallest_p(n_a, n_b=None):
+    """The smallest two-sided p an exact test over runs can give: paired (n_b None) 2 / 2^n; unpaired 2 / C(n_a +
+    n_b, n_a) with arms of equal size (the mirror arrangement is as extreme), 1 / C(...) otherwise."""
+    if n_b is None:
+        return min(1.0, 2.0 / 2 ** n_a)
+    return min(1.0, (2.0 if n_a == n_b else 1.0) / math.comb(n_a + n_b, n_a))
+
+
+def sign_flip_p(diffs, rng=None):
+    """Exact two-sided p of the paired test: the share of the 2^n sign patterns s whose |Σ s_i d_i| is at least the
+    observed |Σ d_i| (swapping the two methods' labels inside a pair flips the sign of its difference)."""
+    d = np.asarray(diffs, dtype=float)
+    if 2 ** len(d) <= EXACT_LIMIT:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
+    else:
+        signs = (rng or np.random.default_rng(0)).choice((1.0, -1.0), size=(EXACT_LIMIT, len(d)))
+    return float(np.mean(np.abs(signs @ d) >= abs(d.sum()) - TOL))
+
+
+def label_p(a, b, rng=None):
+    """Exact two-sided p of the unpaired test: the share of the ways to deal the pooled values into groups of
+    len(a) and len(b) whose |mean difference| is at least the observed one."""
+    x, n_a = np.concatenate([np.asarray(a, float), np.asarray(b, float)]), len(a)
+    observed = abs(x[:n_a].mean() - x[n_a:].mean())
+    if math.comb(len(x), n_a) <= EXACT_LIMIT:
+        groups = np.zeros((math.comb(len(x), n_a), len(x)), dtype=bool)
+        for row, chosen in enumerate(itertools.combinations(range(len(x)), n_a)):
+            groups[row, list(chosen)] = True
+    else:
+        rng = rng or np.random.default_rng(0)
+        groups = np.array([rng.permutation(len(x)) < n_a for _ in range(EXACT_LIMIT // 10)])
+    means_a = (groups * x).sum(1) / n_a
+    means_b = (~groups * x).sum(1) / (len(x) - n_a)
+    return float(np.mean(np.abs(means_a - means_b) >= observed - TOL))
+
+
+def detectable_difference(sd, n_a, n_b=None, alpha=ALPHA, power=POWER):
+    """The smallest true difference found with the given power at two-sided level alpha, by the normal-theory
+    approximation: (t_{1−α/2} + t_{power}) · sd · sqrt(1/n) paired (sd of the differences, df n − 1), or
+    · sqrt(1/n_a + 1/n_b) unpaired (sd within arms, df n_a + n_b − 2). None when the exact test over this many
+    runs cannot reach alpha at all."""
+    if smallest_p(n_a, n_b) > alpha or sd is None:
+        return None
+    df, scale = (n_a - 1, math.sqrt(1 / n_a)) if n_b is None else (n_a + n_b - 2, math.sqrt(1 / n_a + 1 / n_b))
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd * scale
+
+
+def runs_needed(difference, sd, paired=False, alpha=ALPHA, power=POWER, most=200):
+    """Runs per arm for `detectable_difference` to fall to `difference` (and the exact test to reach alpha)."""
+    for n in range(2, most + 1):
+        found = detectable_difference(sd, n, None if paired else n, alpha, power)
+        if found is not None and found <= difference:
+            return n
+    return None
+
+
+@dataclass
+class Comparison:
+    """A − B over training runs. values: per-run differences (paired) or None; mean: the mean difference; low,
+    high: its 95% interval; p: the exact test's two-sided p; floor: the smallest p this many runs allow;
+    detectable: the smallest difference this many runs would find (None: none); reading: the verdict."""
+    a: str
+    b: str
+    n_a: int
+    n_b: int
+    paired: bool
+    mean: float
+    low: float
+    high: float
+    p: float
+    floor: float
+    detectable: float | None
+    reading: str
+
+
+def reading_of(mean, p, floor, a, b, alpha=ALPHA):
+    """The exact test's verdict in words."""
+    if floor > alpha:
+        return "too few runs for a test"
+    if p <= alpha:
+        return f"{a} ahead" if mean > 0 else f"{b} ahead"
+    return "not separated"
+
+
+def paired_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
+    """A − B over the runs both arms have (dicts seed -> value): t interval over the per-seed differences, exact
+    sign-flip test."""
+    seeds = sorted(set(a) & set(b))
+    if len(seeds) < 2:
+        raise ValueError(f"a comparison over runs needs at least two paired runs, got {len(seeds)}")
+    d = np.array([a[s] - b[s] for s in seeds], dtype=float)
+    n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
+    half = t_quantile(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+    p, floor = sign_flip_p(d), smallest_p(n)
+    return Comparison(name_a, name_b, n, n, True, mean, mean - half, mean + half, p, floor,
+                      detectable_difference(sd, n, alpha=alpha), reading_of(mean, p, floor, name_a, name_b, alpha))
+
+
+def label_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
+    """A − B over unpaired runs (sequences of one value per run): Welch's interval, exact permutation test."""
+    x, y = np.asarray(list(a), float), np.asarray(list(b), float)
+    if min(len(x), len(y)) < 2:
+        raise ValueError(f"a comparison over runs needs at least two runs per arm, got {len(x)} and {len(y)}")
+    mean = float(x.mean() - y.mean())
+    va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1)) if se > 0 else len(x) + len(y) - 2
+    half = t_quantile(1 - alpha / 2, df) * se
+    pooled = math.sqrt(((len(x) - 1) * x.var(ddof=1) + (len(y) - 1) * y.var(ddof=1)) / (len(x) + len(y) - 2))
+    p, floor = label_p(x, y), smallest_p(len(x), len(y))
+    return Comparison(name_a, name_b, len(x), len(y), False, mean, mean - half, mean + half, p, floor,
+                      detectable_difference(pooled, len(x), len(y), alpha), reading_of(mean, p, floor, name_a,
+                                                                                       name_b, alpha))
+
+
+def leave_one_out(a, b, compare):
+    """compare(a', b') with each run of either arm left out in turn (a, b: dicts run -> value).
+    -> [(arm, run, result)]; results too small to compare are skipped."""
+    out = []
+    for arm, values in (("a", a), ("b", b)):
+        for run in values:
+            rest = {k: v for k, v in values.items() if k != run}
+            try:
+                out.append((arm, run, compare(rest, b) if arm == "a" else compare(a, rest)))
+            except ValueError:
+                continue
+    return out
+
+
+def signed(x, digits=3):
+    """+0.123 / −0.123, with no '-0.000'."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
+def describe(c, digits=3):
+    """'+0.134 [+0.090, +0.178], p = 0.25' (the mean difference, its interval, the exact p)."""
+    return f"{signed(c.mean, digits)} [{signed(c.low, digits)}, {signed(c.high, digits)}], p = {c.p:.3g}"
