@@ -12,6 +12,7 @@ import os
 from results.plan import CODE_PLANS, KS, at_step, base_metrics, finished_runs, value
 from results.report_code import code_section
 from results.report_review import review_section
+from results.verdicts import verdicts_section
 from results.tables import (PAIRED_STD_NOTE, STD_NOTE, compute_seconds, first_metrics, other_table,  # noqa: F401
                             paired, paired_table, pm, scalar_step_table, step_table, table, verdict, wall_seconds)
 from tasks import get_task
@@ -34,6 +35,7 @@ def write_report(cfg, out, title, figures=True):
              "± population std (ddof 0) over RL seeds (one shared warm start); the seeds column counts them. k "
              f"counts answers; every answer had its own room of {rooms['maze']} tokens on the maze and "
              f"{rooms['code']} on code.", ""]
+    lines += verdicts_section(cfg, out)
     if runs:
         steps, need = cfg["main"]["steps"], len(cfg["main"]["seeds"])
         bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}

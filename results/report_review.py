@@ -9,7 +9,9 @@ import os
 
 from results.dimensions import geometry_points, geometry_reading
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
-from results.tables import PAIRED_STD_NOTE, STD_NOTE, paired_table, pm, step_table, table, verdict
+from results.runstats import describe, paired_comparison, smallest_p
+from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_table,
+                            table, verdict)
 
 
 def rerun_runs(cfg, out):
@@ -22,7 +24,7 @@ def review_section(cfg, out):
     """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
     matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
     arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
-    from results.review_jobs import read_review, stop_step
+    from results.review_jobs import read_review
     groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
     ref = rerun_runs(cfg, out)
     if not ref and not any(groups.values()):
@@ -56,44 +58,60 @@ def review_section(cfg, out):
         lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
         lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
                               need)
-    validation = read_review(cfg, out, "validation.json")
     rows, ds_of = [], {}
-    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
-                               ("matched", "matched GRPO", groups.get("matched", {}).get("matched GRPO", []))):
-        for v in validation.get(group, {}).get(label, []):
-            run = next((r for r in runs if r["seed"] == v["seed"]), None)
-            vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
-            if run and vpo:
-                t = stop_step(v)
-                final, stopped = vpo["summary"]["metrics"], at_step(run, t)
-                ds = [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in (3, 12, 48)]
-                name = label + (" (rerun)" if group == "rerun" else "")
-                rows.append([name, str(v["seed"]), str(t)] + [f"{d:+.3f}" for d in ds])
-                for k, d in zip((3, 12, 48), ds):
-                    ds_of.setdefault((name, k), []).append(d)
+    for name, seed, t, ds in early_stopped(cfg, out, ref, groups.get("matched", {})):
+        rows.append([name, str(seed), str(t)] + [f"{d:+.3f}" for d in ds])
+        for k, d in zip((3, 12, 48), ds):
+            ds_of.setdefault((name, k), []).append(d)
     if rows:
         lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and the "
                   "rerun's VPO at step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
         lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
         lines += ["The plan's reading of VPO at step 1000 − early-stopped GRPO:", ""]
-        lines += table(["method", "k", "mean ± std", "reading (plan's rule)"],
+        lines += table(["method", "k", "mean ± std", "reading (plan's rule)"] + RUN_COLUMNS,
                        [[name, f"k={k}", pm(ds), verdict(ds, "VPO (rerun)", f"early-stopped {name}", need)]
-                        for (name, k), ds in ds_of.items()], PAIRED_STD_NOTE) + [""]
+                        + run_level(ds, "VPO (rerun)", f"early-stopped {name}") for (name, k), ds in ds_of.items()],
+                       PAIRED_STD_NOTE) + ["", run_note(max(len(ds) for ds in ds_of.values())), ""]
     lines += coverage_lines(read_review(cfg, out, "coverage.json"), need)
     points = geometry_points(cfg, out)
     if points:
         rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
+                + run_level(p["d"][48], "VPO", "GRPO")[:2]
                 + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
                    f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
                 for p in points]
         lines += [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step "
                   f"{cfg['geometry']['steps']}, pooled best@k, and the dimensions VPO saw (mean pairwise correlation, "
                   "effective rank) over the policy's and the base's held-out answers (results/dimensions.py):", ""]
-        lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "policy: correlation", "policy: eff. rank",
-                        "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE) + [""]
+        lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "k=48: 95% interval over runs",
+                        "k=48: p (exact, runs)", "policy: correlation", "policy: eff. rank",
+                        "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE)
+        lines += ["", run_note(min(len(p["d"][48]) for p in points)), ""]
         reading = geometry_reading(points, len(cfg["geometry"]["seeds"]))
         lines += [" ".join(reading), ""] if reading else []
+        n = len(cfg["geometry"]["seeds"])
+        lines += [f"Run level: each setting has {n} runs, so an exact test comparing two settings over runs cannot go "
+                  f"below p = {smallest_p(n, n):.3g} (unpaired) or {smallest_p(n):.3g} (paired): the reading above "
+                  "describes the means, it does not separate the settings.", ""] if reading else []
     return lines
+
+
+def early_stopped(cfg, out, ref, matched, ks=(3, 12, 48)):
+    """The rerun's VPO at its last step minus GRPO (and matched GRPO) stopped at its best validation step, per seed:
+    [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1)."""
+    from results.review_jobs import read_review, stop_step
+    validation, found = read_review(cfg, out, "validation.json"), []
+    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
+                               ("matched", "matched GRPO", matched.get("matched GRPO", []))):
+        for v in validation.get(group, {}).get(label, []):
+            run = next((r for r in runs if r["seed"] == v["seed"]), None)
+            vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
+            if run and vpo:
+                t = stop_step(v)
+                final, stopped = vpo["summary"]["metrics"], at_step(run, t)
+                found.append((label + (" (rerun)" if group == "rerun" else ""), v["seed"], t,
+                              [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in ks]))
+    return found
 
 
 def nearest_in_tokens(r, tokens):
@@ -202,4 +220,12 @@ def coverage_lines(coverage, need=None):
         lines += [("Reading (the plan's rule): VPO's sets cover the gold-diamond trade-off." if cover else
                    "Reading (the plan's rule): VPO's sets do not cover the gold-diamond trade-off; its pools hold more "
                    "of these kinds than GRPO's on every seed: " + (", ".join(more) or "none") + "."), ""]
+        vpo = {c["seed"]: c["pools"]["gold and diamonds"] for c in labelled.get("VPO (rerun)", [])}
+        for other in ("GRPO (rerun)", "Max@k (rerun)"):
+            them = {c["seed"]: c["pools"]["gold and diamonds"] for c in labelled.get(other, [])}
+            if len(set(vpo) & set(them)) >= 2:
+                c = paired_comparison(vpo, them, "VPO", other)
+                lines += [f"Run level: VPO − {other}, share of pools with a gold and a diamond answer: {describe(c)} "
+                          f"(95% interval over runs, exact sign-flip p; smallest p with {c.n_a} runs {c.floor:.3g}): "
+                          f"{c.reading}.", ""]
     return lines

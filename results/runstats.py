@@ -5,7 +5,7 @@ What varies between two methods' results is the training run (its seed, its samp
 and evaluation steps inside one run are not independent replicates of a method, so every test here takes one
 number per run: a run's pooled best@48, or the problems its search solved.
 
-- `paired_comparison(a, b)`: runs paired by seed. The differences d_s = a_s − b_s, their mean, a Student-t 95%
+- `paired_comparison(a, b)` (or `differences_comparison(d)`): runs paired by seed. The differences d_s = a_s − b_s, their mean, a Student-t 95%
   interval over runs, and an exact sign-flip test (the 2^n ways to swap the method labels inside each pair).
 - `label_comparison(a, b)`: unpaired runs. Welch's interval on the difference of the means and an exact
   permutation test (every way of dealing the n_a + n_b runs' values into two groups of n_a and n_b).
@@ -140,12 +140,16 @@ def reading_of(mean, p, floor, a, b, alpha=ALPHA):
 
 
 def paired_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
-    """A − B over the runs both arms have (dicts seed -> value): t interval over the per-seed differences, exact
-    sign-flip test."""
+    """A − B over the runs both arms have (dicts seed -> value): see `differences_comparison`."""
     seeds = sorted(set(a) & set(b))
-    if len(seeds) < 2:
-        raise ValueError(f"a comparison over runs needs at least two paired runs, got {len(seeds)}")
-    d = np.array([a[s] - b[s] for s in seeds], dtype=float)
+    return differences_comparison([a[s] - b[s] for s in seeds], name_a, name_b, alpha)
+
+
+def differences_comparison(diffs, name_a="A", name_b="B", alpha=ALPHA):
+    """A − B from per-run paired differences d_s: the t interval over runs, the exact sign-flip test."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) < 2:
+        raise ValueError(f"a comparison over runs needs at least two paired runs, got {len(d)}")
     n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
     half = t_quantile(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
     p, floor = sign_flip_p(d), smallest_p(n)

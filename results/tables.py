@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from results.plan import at_step, eval_steps, read_json, read_jsonl_or_empty, value
+from results.runstats import differences_comparison, signed, smallest_p
 
 
 def pm(values, digits=3):
@@ -58,6 +59,26 @@ def verdict(ds, a, b, need=None):
     return "unresolved"
 
 
+RUN_COLUMNS = ["95% interval over runs", "p (exact, runs)", "reading (runs)"]
+
+
+def run_note(n):
+    """What the run-level columns are, and what n paired runs can show."""
+    floor = smallest_p(n)
+    return (f"Run level ([runstats.py](runstats.py)): the training run is the unit. The interval is Student's t over "
+            f"the per-seed differences; p is the exact sign-flip test over the {n} paired runs, whose smallest "
+            f"possible value is {floor:.3g}" + (", so no difference can reach α = 0.05 with this many runs (\"too few "
+            "runs for a test\")." if floor > 0.05 else "."))
+
+
+def run_level(ds, a, b):
+    """[95% interval, exact p, reading] of a − b over paired runs (results/runstats.py); dashes below two runs."""
+    if len(ds) < 2:
+        return ["-", "-", "-"]
+    c = differences_comparison(ds, a, b)
+    return [f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading]
+
+
 def paired_table(runs, a, b, key, ks, name, need=None):
     """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading (none
     before the plan's `need` seeds have finished)."""
@@ -68,12 +89,12 @@ def paired_table(runs, a, b, key, ks, name, need=None):
             continue
         seeds_seen = seeds_seen or seeds
         rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [""] * (len(seeds_seen) - len(diffs[k]))
-                 + [pm(diffs[k]), verdict(diffs[k], a, b, need)] for k in ks if diffs[k]]
+                 + [pm(diffs[k]), verdict(diffs[k], a, b, need)] + run_level(diffs[k], a, b) for k in ks if diffs[k]]
     if not rows:
         return []
     return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
-        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"], rows,
-              PAIRED_STD_NOTE) + [""]
+        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"]
+              + RUN_COLUMNS, rows, PAIRED_STD_NOTE) + ["", run_note(len(seeds_seen)), ""]
 
 
 def step_table(runs, key, ks, bases):

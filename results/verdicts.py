@@ -1,0 +1,104 @@
+"""
+Every headline verdict of results.md in one table, with the training run as the unit (results/runstats.py): the
+comparison, its per-run values, the mean difference with its 95% interval over runs, the exact test's p, its
+reading, and beside it the plan's registered reading. The README's results table is drawn from this one.
+
+Maze and code-training rows pair runs by RL seed (one warm start; exact sign-flip test). Search rows compare
+problems solved per run, unpaired (exact permutation test of the method labels over the runs).
+"""
+from results.plan import finished_runs, value
+from results.report_review import early_stopped, rerun_runs
+from results.runstats import differences_comparison, label_comparison, signed, smallest_p
+from results.tables import table, verdict
+
+
+def final(runs, label, key, k):
+    """{seed: key@k at the run's last evaluation} of one arm."""
+    return {r["seed"]: value(r["summary"]["metrics"], key, k) for r in runs.get(label, [])}
+
+
+def paired_row(question, metric, a, b, name_a, name_b, need):
+    """One row from two arms' {seed: value}, paired by seed."""
+    seeds = sorted(set(a) & set(b))
+    if len(seeds) < 2:
+        return None
+    d = [a[s] - b[s] for s in seeds]
+    c = differences_comparison(d, name_a, name_b)
+    return [question, metric, " / ".join(signed(x) for x in d), signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]",
+            f"{c.p:.3g}", c.reading, verdict(d, name_a, name_b, need)]
+
+
+def search_rows(cfg, out, key="search_rep"):
+    """Problems the search solved per run at the full budget, per pair of the plan: the run-level row and the
+    registered sign test over problems (Holm over the pairs)."""
+    from results.search_jobs import NAMES, read_searches, solved_within
+    from search import discordant_test, holm, solved_only_by
+    if key not in cfg:
+        return []
+    found, _ = read_searches(cfg, out, key)
+    s, rows, ps = cfg[key], [], []
+    for a, b in s["pairs"]:
+        sa, sb = ([solved_within(r) for r in found["evolve"].get(slug, [])] for slug in (a, b))
+        if min(len(sa), len(sb)) < 2:
+            continue
+        c = label_comparison([len(x) for x in sa], [len(x) for x in sb], NAMES[a], NAMES[b])
+        only_a, only_b, _ = solved_only_by(sa, sb)
+        ps.append(discordant_test(len(only_a), len(only_b)))
+        rows.append([f"search: {NAMES[a]} − {NAMES[b]}", f"problems solved of {len(found['evolve'][a][0]['problems'])}"
+                     f" ({s['budget']} {s['unit']})",
+                     " / ".join(map(str, [len(x) for x in sa])) + " against " + " / ".join(map(str, [len(x) for x in sb])),
+                     signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading,
+                     (len(only_a), len(only_b))])
+    for row, p, reject in zip(rows, ps, holm(ps)):
+        na, nb = row[-1]
+        who = row[0].split(": ")[1].split(" − ")
+        row[-1] = (f"{who[0] if na > nb else who[1]} ahead, {max(na, nb)} against {min(na, nb)} problems, p = {p:.2g}"
+                   if reject else f"no difference, {na} against {nb} problems, p = {p:.2g}")
+    return rows
+
+
+def verdicts_section(cfg, out):
+    """The table of headline verdicts (empty until some of its runs have finished)."""
+    main = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")} if "main" in cfg else {}
+    ref = rerun_runs(cfg, out)
+    matched = finished_runs(cfg, out, "matched") if "matched" in cfg else {}
+    ablations = finished_runs(cfg, out, "ablations") if "ablations" in cfg else {}
+    code = finished_runs(cfg, out, "code") if "code" in cfg else {}
+    need = len(cfg["main"]["seeds"]) if "main" in cfg else None
+    pooled = "pooled_best@k"
+    specs = [("maze v3: VPO − GRPO", "best@1, step 1000", main, "VPO", "GRPO", pooled, 1),
+             ("maze v3: VPO − GRPO", "best@48, step 1000", main, "VPO", "GRPO", pooled, 48),
+             ("maze rerun: VPO − GRPO", "best@48, step 1000", ref, "VPO (rerun)", "GRPO (rerun)", pooled, 48),
+             ("maze: VPO − matched GRPO", "best@48, step 1000", {**ref, **matched}, "VPO (rerun)", "matched GRPO",
+              pooled, 48),
+             ("maze: VPO − random-weight GRPO", "best@48, step 1000", {**ref, **ablations}, "VPO (rerun)",
+              "random-weight GRPO", pooled, 48),
+             ("maze: VPO − Multi-RLVR", "best@48, step 1000", ref, "VPO (rerun)", "Multi-RLVR (rerun)", pooled, 48),
+             ("maze: VPO − Max@k", "best@48, step 1000", ref, "VPO (rerun)", "Max@k (rerun)", pooled, 48),
+             ("code v2: VPO − GRPO", "pass@12, step 500", code, "VPO", "GRPO", "pass@k", 12),
+             ("code v2: VPO − matched GRPO", "pass@48, step 500", code, "VPO", "matched GRPO", "pass@k", 48)]
+    rows = [paired_row(q, metric, final(runs, a, key, k), final(runs, b, key, k), a.split(" (")[0],
+                       b.split(" (")[0], need) for q, metric, runs, a, b, key, k in specs]
+    if ref:
+        stops = early_stopped(cfg, out, ref, matched)
+        for k in (3, 48):
+            ds = {seed: d[(3, 12, 48).index(k)] for name, seed, _, d in stops if name == "GRPO (rerun)"}
+            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds,
+                                   {s: 0.0 for s in ds}, "VPO", "early-stopped GRPO", need))
+    rows = [r for r in rows if r] + search_rows(cfg, out)
+    if not rows:
+        return []
+    n = min(len(r[2].split(" against ")[0].split(" / ")) for r in rows)
+    return ["## The verdicts, with the training run as the unit", "",
+            "Each comparison's per-run values, the mean difference with its 95% interval over runs (Student's t "
+            "paired by seed; Welch's for the search), and the exact test over runs (sign flips paired; a permutation "
+            "of the method labels for the search) from [runstats.py](runstats.py). The last column is the plan's "
+            "registered reading: \"ahead on every seed\" for the training comparisons, the sign test over problems "
+            "for the search. Where the two disagree, the run-level reading holds: problems and answers inside one "
+            "run are not replicates of a method.", "",
+            f"With {n} runs per arm an exact test cannot reach p < 0.05: its smallest p is {smallest_p(n):.3g} paired "
+            f"and {smallest_p(n, n):.3g} unpaired, so every reading below is \"too few runs for a test\". The "
+            "interval then says how large the difference may be, under the assumption that run-to-run variation is "
+            "roughly normal.", ""] + \
+        table(["comparison", "metric", "per run (A − B; search: A against B)", "mean", "95% interval over runs",
+               "p (exact, runs)", "reading (runs)", "registered reading"], rows, None) + [""]
