@@ -17,11 +17,16 @@ Max inside, mean outside: E_w[max_y w^T r(y)] rewards a set whose answers win di
 Baselines share the interface: each returns (advantages (B, G), scores (B, G)), scores being the per-rollout
 scalar that was normalized (docs/paper.md, "Baselines"):
   GRPO            s_g = w*^T r(y_g), A = group_normalize(s)                         grpo_advantages
-  Multi-RLVR      s_g = sum (or max) over rollout g's valid answers of w*^T r(y)    multi_rlvr_advantages
+  Multi-RLVR      s_g = sum over rollout g's valid answers of w*^T r(y)             multi_rlvr_advantages
+  Multi-RLVR max  s_g = max over rollout g's valid answers of w*^T r(y), 0 if none  multi_rlvr_advantages(reduce="max")
   random weights  s_g = w_b^T r(y_g), one w_b ~ Dir(alpha 1_D) per group            random_weight_advantages
   GDPO            S_g = sum_d w*_d z_group(r_d)_g, A = S whitened over the batch    gdpo_advantages
   Max@k           s_i = (1/C(G,k)) sum_{k-subsets S with i} max_{j in S} w*^T r_j   max_at_k_advantages
   MaxRL           A_g = (s_g - mean_group s) / (mean_group s + eps)                 maxrl_advantages
+
+Multi-RLVR with the max (--algo multi_rlvr_max) is the scalar counterpart of VPO's set reward. It scores the same
+m-answer rollout by its best answer under the fixed w*. Under --reward_geometry collinear=rho, VPO's R_g lies within
+(1 - rho) of that score (tasks/geometry.py). Run beside VPO, it separates what the set buys from what the vector buys.
 
 METHODS, at the end, is the one table of methods: for each --algo its answers per rollout, the weights it draws,
 how its estimator is called and which of train.py's options it reads; train.py and runs/ (the command-line
@@ -178,8 +183,10 @@ def grpo_advantages(rewards, deploy_weights, scale="group"):
 def multi_rlvr_advantages(rewards, answer_mask, deploy_weights, reduce="sum", scale="group"):
     """Multi-RLVR: VPO's multi-answer rollouts (B, G, m, D) scored with the fixed scalar w* instead of random w.
 
-    reduce="sum": s_g = sum_{valid y in rollout g} w*^T r(y) (the authors' code: masked answers are zero-padded).
-    reduce="max": s_g = max_{valid y in rollout g} w*^T r(y) (0 without a valid answer). A = group_normalize(s).
+    reduce="sum": s_g = sum_{valid y in rollout g} w*^T r(y) (the authors' code: masked answers are zero-padded;
+                  --algo multi_rlvr).
+    reduce="max": s_g = max_{valid y in rollout g} w*^T r(y) (0 without a valid answer; --algo multi_rlvr_max).
+    A = group_normalize(s).
     """
     rewards, answer_mask = _answers(rewards, answer_mask)
     check_arg(reduce in ("sum", "max"), "reduce", "'sum' or 'max'", repr(reduce))
@@ -380,6 +387,9 @@ METHODS = {
                             frozenset({"scale", "num_weights", "reward_geometry"} | DRAWN)),
     "multi_rlvr":    Method(True, None, lambda r, a, ws, w, o: multi_rlvr_advantages(r, a, ws, scale=o.scale),
                             frozenset({"scale"})),
+    "multi_rlvr_max": Method(True, None,                                        # best answer: VPO on collinear r
+                             lambda r, a, ws, w, o: multi_rlvr_advantages(r, a, ws, reduce="max", scale=o.scale),
+                             frozenset({"scale"})),
     "random_weight": Method(False, "1", lambda r, a, ws, w, o: random_weight_advantages(r, scale=o.scale, weights=w),
                             frozenset(SINGLE | DRAWN | {"reward_geometry"})),
     "goal_cond":     Method(False, "prompt",

@@ -147,3 +147,21 @@ def test_near_collinear_vpo_scores_a_set_by_its_best_scalar():
         gap = (vpo.set_rewards(seen, mask, w) - best_scalar).abs().max().item()
         assert gap <= 1 - rho + 1e-12, rho
     assert gap > 0 and (vpo.set_rewards(r, mask, w) - best_scalar).abs().max().item() > 0.05   # ρ = 0 is not the max
+
+
+def test_near_collinear_vpo_scores_what_multi_rlvr_max_scores():
+    """The same bound through the methods, as train.rl_step calls them (Geometry.apply, then vpo.METHODS[algo]): under
+    collinear=ρ, VPO's set reward of every rollout is within (1 − ρ) of --algo multi_rlvr_max's score, and the gap
+    closes as ρ nears 1. The max method sees w*ᵀr, which the geometry leaves unchanged."""
+    g = torch.Generator().manual_seed(1)
+    r = torch.rand((4, 6, 3, 4), generator=g, dtype=torch.float64)
+    mask = torch.rand((4, 6, 3), generator=g) < 0.8
+    w = vpo.sample_weights(4, 50, 4, generator=g).to(torch.float64)
+    opts, gaps = train.RLConfig(), []
+    for rho in (0.0, 0.5, 0.9, 0.99):
+        seen, w_seen = parse_geometry(f"collinear={rho}", MAZE, W4).apply(r, W4)
+        _, R = vpo.METHODS["vpo"].advantages(seen, mask, w_seen, w, opts)
+        _, s = vpo.METHODS["multi_rlvr_max"].advantages(seen, mask, w_seen, None, opts)
+        gaps.append((R - s).abs().max().item())
+        assert gaps[-1] <= 1 - rho + 1e-12, rho
+    assert gaps[0] > 0.05 and gaps[-1] > 0 and gaps == sorted(gaps, reverse=True)   # ρ = 0: not the max

@@ -21,6 +21,12 @@ def run(out, *extra):
     return train.main(TINY + ["--out_dir", str(out), *extra])
 
 
+def scripted_score(self, problem, answer):
+    """r(y): a stable hash of the answer string -> a vector in {0, 1/2, 1}^2 (nonzero advantages for a raw base)."""
+    h = hashlib.blake2b(answer.encode(), digest_size=2).digest()
+    return np.array([h[0] % 3 / 2, h[1] % 3 / 2], dtype=np.float32)
+
+
 def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeypatch):
     """summary.json holds the evaluation of the checkpoint the run saved, and of the base it started from, with the
     run's m, ks and evaluation temperature; two RL runs share one cached warm start; every output is written.
@@ -29,10 +35,6 @@ def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeyp
     from evaluate import evaluate
     from tasks import get_task
     from tasks.toy import ToyTask
-
-    def scripted_score(self, problem, answer):
-        h = hashlib.blake2b(answer.encode(), digest_size=2).digest()
-        return np.array([h[0] % 3 / 2, h[1] % 3 / 2], dtype=np.float32)
     monkeypatch.setattr(ToyTask, "score", scripted_score)
     assert run(tmp_path, "--algo", "vpo", "--lr", "1e-2") == 0
     assert run(tmp_path, "--algo", "grpo", "--match_budget", "--lr", "1e-2") == 0
@@ -53,6 +55,28 @@ def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeyp
         assert summary["base_metrics"] == json.loads(json.dumps(base))
         assert summary["metrics"]["best@k"] != summary["base_metrics"]["best@k"]   # RL changed the model
     assert summaries["vpo"]["init"] == summaries["grpo"]["init"]            # one cached warm start
+
+
+def test_multi_rlvr_max_runs_end_to_end(tmp_path, monkeypatch):
+    """--algo multi_rlvr_max through train.py: warm start, two RL steps that saw nonzero advantages, every output
+    written, and the final evaluation (summary.json) made with m = 3 answers per completion, as for VPO."""
+    from evaluate import evaluate
+    from tasks import get_task
+    from tasks.toy import ToyTask
+    monkeypatch.setattr(ToyTask, "score", scripted_score)
+    assert run(tmp_path, "--algo", "multi_rlvr_max", "--lr", "1e-2") == 0
+    d = tmp_path / "multi_rlvr_max-toy-s0"
+    for name in ("log.jsonl", "summary.json", "curves.png", "best_at_k.png", "scatter.png"):
+        assert (d / name).stat().st_size > 0, name
+    model, state = load_checkpoint(str(d / "ckpt.pt"))
+    assert state["step"] == 2 and state["args"]["algo"] == "multi_rlvr_max"
+    rows = [json.loads(line) for line in (d / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and min(r["zero_var_frac"] for r in rows) < 1
+    summary = json.loads((d / "summary.json").read_text())
+    task = get_task("toy")
+    again, _ = evaluate(model, task, task.problems("test", 2, seed=0), 3, [3, 6, 12, 24, 48], 48, 0.7)
+    assert summary["metrics"] == json.loads(json.dumps(again))
+    assert summary["metrics"]["best@k"] != summary["base_metrics"]["best@k"]   # RL changed the model
 
 
 def test_match_budget_multiplies_single_answer_rollouts():

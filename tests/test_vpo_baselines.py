@@ -1,11 +1,13 @@
 """
 Tests for the baselines the authors report next to VPO: Max@k (against the average over every k-subset) and GDPO
-as the authors run it (against hand-computed values).
+as the authors run it (against hand-computed values). And Multi-RLVR with the max, VPO's set objective on the
+scalar (against a loop over rollouts).
 
     python -m pytest -q tests/test_vpo_baselines.py
 """
 import itertools
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -146,3 +148,68 @@ def test_gdpo_flat_batch_and_bad_input():
         vpo.gdpo_advantages(GDPO_REWARDS, [0.5, 0.5], token_counts=torch.ones(3, 3))
     with pytest.raises(ValueError, match="token_counts"):
         vpo.gdpo_advantages(GDPO_REWARDS, [0.5, 0.5], token_counts=torch.zeros(3, 2))
+
+
+# --- Multi-RLVR with the max (--algo multi_rlvr_max) --------------------------------------------------------------
+
+def group_z_brute(scores, eps=1e-6):
+    """Per group, (s - mean) / (population std + eps) by hand; a group whose std is below eps gets zeros."""
+    out = []
+    for group in scores:
+        mean = sum(group) / len(group)
+        std = math.sqrt(sum((s - mean) ** 2 for s in group) / len(group))
+        out.append([0.0 if std < eps else (s - mean) / (std + eps) for s in group])
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def written_answers(B, G, m, D, seed):
+    """A random batch of multi-answer rollouts: which answer each slot wrote, and what the caller makes of it.
+
+    Prompt b has a pool of 4 answers with reward vectors in [0, 1]^D; slot j of rollout g writes one of them (its
+    id) or nothing (-1), so rollouts repeat answers and some write none. Prompt 0's rollouts write nothing at all,
+    and every rollout of prompt 1 writes its answer 0, which beats the rest of its pool: both groups are flat.
+    Returns ids (B, G, m), pools (B, 4, D), and the method's input as Task.score_rollouts builds it: the mask is
+    True on the first writing of each answer, and masked slots hold garbage (5 + noise) no method may read."""
+    g = gen(seed)
+    pools = torch.rand((B, 4, D), generator=g, dtype=torch.float64)
+    pools[1, 0] = 1.0
+    ids = torch.randint(-1, 4, (B, G, m), generator=g)
+    ids[0] = -1
+    ids[1, :, 0] = 0
+    rewards = 5 + torch.rand((B, G, m, D), generator=g, dtype=torch.float64)
+    mask = torch.zeros((B, G, m), dtype=torch.bool)
+    for b, g_, j in itertools.product(range(B), range(G), range(m)):
+        a = int(ids[b, g_, j])
+        if a >= 0 and a not in ids[b, g_, :j].tolist():
+            rewards[b, g_, j], mask[b, g_, j] = pools[b, a], True
+    return ids, pools, rewards, mask
+
+
+def multi_rlvr_max_brute(ids, pools, w):
+    """s_g = max over the distinct answers rollout g wrote of w*^T r(y), 0 if it wrote none; A = group_z_brute(s)."""
+    scores = []
+    for b, group in enumerate(ids.tolist()):
+        row = []
+        for answers in group:
+            distinct = {a for a in answers if a >= 0}
+            row.append(max((sum(wd * float(rd) for wd, rd in zip(w, pools[b, a])) for a in distinct), default=0.0))
+        scores.append(row)
+    return group_z_brute(scores), torch.tensor(scores, dtype=torch.float64)
+
+
+def test_multi_rlvr_max_equals_a_loop_over_rollouts():
+    """--algo multi_rlvr_max (vpo.METHODS, as train.rl_step calls it) against the loop: each rollout scored by its
+    best distinct valid answer under w*, 0 without one, then group z-normalized with the population std."""
+    method, opts, w = vpo.METHODS["multi_rlvr_max"], SimpleNamespace(scale="group", max_at_k=None), [0.2, 0.3, 0.5]
+    assert method.multi_answer and method.weights is None and method.options == {"scale"}
+    for seed in range(3):
+        ids, pools, rewards, mask = written_answers(6, 8, 3, 3, seed)
+        written = ids >= 0
+        assert (written.sum(-1) > mask.sum(-1)).any() and (~written.any(-1)).any()   # repeats and empty rollouts
+        adv, scores = method.advantages(rewards, mask, w, None, opts)
+        want_adv, want_scores = multi_rlvr_max_brute(ids, pools, w)
+        assert torch.allclose(scores, want_scores, rtol=0, atol=1e-12)
+        assert torch.allclose(adv, want_adv, rtol=0, atol=1e-9)
+        assert torch.equal(adv[:2], torch.zeros(2, 8)) and (adv[2:] != 0).all(1).any()  # the flat groups: zeros
+        # the loop tells the max from the sum (the authors' Multi-RLVR) on this batch
+        assert not torch.allclose(vpo.METHODS["multi_rlvr"].advantages(rewards, mask, w, None, opts)[1], want_scores)

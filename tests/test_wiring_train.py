@@ -24,6 +24,7 @@ from tasks.toy import ToyTask
 MODEL = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96", "--quiet"]
 RL = ["--batch_size", "2", "--group_size", "4", "--eval_every", "0", "--eval_problems", "2", "--eval_answers", "48"]
 ESTIMATORS = {"vpo": "vpo_advantages", "multi_rlvr": "multi_rlvr_advantages", "grpo": "grpo_advantages",
+              "multi_rlvr_max": "multi_rlvr_advantages",
               "random_weight": "random_weight_advantages", "gdpo": "gdpo_advantages", "maxrl": "maxrl_advantages",
               "goal_cond": "random_weight_advantages", "max_at_k": "max_at_k_advantages"}
 
@@ -82,7 +83,8 @@ def expected_loss_mask(tokens, m=1, room=None):
     return want
 
 
-@pytest.mark.parametrize("algo,extra", [("vpo", []), ("multi_rlvr", []), ("grpo", []), ("grpo", ["--match_budget"]),
+@pytest.mark.parametrize("algo,extra", [("vpo", []), ("multi_rlvr", []), ("multi_rlvr_max", []), ("grpo", []),
+                                        ("grpo", ["--match_budget"]),
                                         ("random_weight", []), ("gdpo", []), ("maxrl", []), ("goal_cond", []),
                                         ("max_at_k", [])])
 def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch, algo, extra):
@@ -113,10 +115,14 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
     assert rewards.shape[:2] == (B, G) and gen.tokens.shape[0] == B * G
     # (a) the estimator --algo names, on the rollouts' rewards
     assert [e[0] for e in estimates] == [ESTIMATORS[algo]]
-    _, args, (adv, _) = estimates[0]
+    _, args, (adv, scores) = estimates[0]
     assert torch.equal(args[0], rewards)
-    if algo in ("vpo", "multi_rlvr"):
+    if vpo.METHODS[algo].multi_answer:
         assert torch.equal(args[1], answer_mask)
+    if algo == "multi_rlvr_max":  # each rollout's best valid answer under w* = (1/2, 1/2), 0 without one
+        best = [[max([float(r.mean()) for r, ok in zip(rewards[b, g], answer_mask[b, g]) if ok], default=0.0)
+                 for g in range(G)] for b in range(B)]
+        assert torch.allclose(scores, torch.tensor(best, dtype=scores.dtype))
     assert adv.shape == (B, G) and (adv != 0).any(), "a run without advantages cannot show the wiring"
     prompts = [tok.decode(p) for p in rollouts[0][1]]
     if algo == "goal_cond":  # the weights the reward used are the ones written into that prompt
@@ -132,7 +138,7 @@ def test_rl_step_feeds_the_loss_what_the_sampler_drew(rl, tmp_path, monkeypatch,
     assert torch.equal(fed.cpu(), adv.reshape(-1).to(fed.dtype).cpu())
     # (c) the loss mask: every sampled token up to and including <|end|>, nothing after it, no forced separator
     mask = torch.cat([c["mask"] for c in losses]).bool()
-    m = 3 if algo in ("vpo", "multi_rlvr") else 1
+    m = 3 if vpo.METHODS[algo].multi_answer else 1
     want = expected_loss_mask(gen.tokens, m, ToyTask().answer_tokens)
     assert torch.equal(mask, want)
     finished = (gen.tokens == tok.END_ID).any(1)
