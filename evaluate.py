@@ -12,7 +12,7 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
                    (rollout boundaries ignored), exact expectation; k = 1 included  metrics.best_at_k(pooled=True)
     pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   metrics.best_at_k on 0/1 scores
     pooled_pass@k  pass@k over the authors' pool (k = 1 included: the fraction of answer slots that solve)
-    pass@k_hidden  solved on the task's hidden tests too (code)
+    pass_hidden@k  solved on the task's hidden tests too (code)
     E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  metrics.expected_best_at_k
     diversity      mean pairwise L1 distance between the answers' reward vectors  metrics.diversity
     deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
@@ -42,6 +42,10 @@ from runs import dist
 from runs.seeding import step_seed
 from sample import rollout, slot_rewards
 from tasks import Task
+
+
+# The metrics given at several k, in the order summary.json and log.jsonl hold them: {k: value} under each name.
+PER_K = ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pooled_best@k", "pooled_pass@k")
 
 
 def _has_hidden_tests(task):
@@ -89,14 +93,14 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             for k in ks:
                 acc[f"best@{k}"] = best_at_k(deploy, k, mask=a)
                 acc[f"pass@{k}"] = best_at_k(solved.double(), k)
-                acc[f"E_w[best@{k}"] = expected_best_at_k(r, k, weights_n, mask=a)
+                acc[f"E_w[best@{k}]"] = expected_best_at_k(r, k, weights_n, mask=a)
             # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
             slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
             written = torch.tensor([[y != "" for y in ys] for ys in answers])
             solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
                                          for g in range(n_roll)])   # repeats solve too, as in the pool above
             for k in pooled_ks:
-                acc[f"pooled@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
+                acc[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
                 acc[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
@@ -122,13 +126,10 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     pools = [rec[5] for rec in records[:num_pools]]
     metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
                "prompt_weights": None if weights is None else [float(w) for w in weights]}
-    for name in ("best", "pass", "E_w[best", "pass_hidden"):
-        if name == "pass_hidden" and not hidden:
-            continue
-        key = {"E_w[best": "E_w[best@k]"}.get(name, f"{name}@k")
-        metrics[key] = {k: float(np.mean(acc[f"{name}@{k}"])) for k in ks}
-    metrics["pooled_best@k"] = {k: float(np.mean(acc[f"pooled@{k}"])) for k in pooled_ks}
-    metrics["pooled_pass@k"] = {k: float(np.mean(acc[f"pooled_pass@{k}"])) for k in pooled_ks}
+    for key in PER_K:  # acc holds each at every k under its name with k written in: "E_w[best@3]"
+        k_values = pooled_ks if key.startswith("pooled") else ks
+        if key != "pass_hidden@k" or hidden:
+            metrics[key] = {k: float(np.mean(acc[key.replace("@k", f"@{k}")])) for k in k_values}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
     metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)

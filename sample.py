@@ -13,7 +13,7 @@ The sampler:
     out.mask     # (P * num_samples, T) True on generated tokens up to and including the stop token
     out.logprobs # (P * num_samples, T) log-prob of each sampled token under the sampling distribution
 
-How it works: the P prompts are left-padded (tokenizer.PAD_ID) to a common length and prefilled once, at batch
+How it works: the P prompts are left-padded (with PROMPT_PAD) to a common length and prefilled once, at batch
 P; their keys and values stay in the cache once and are shared by the num_samples rows of each prompt
 (kv_cache.KVCache). Every one of the P * num_samples rows samples its own first token from the prefill logits
 (a shared first token would give every rollout of a group the same start). Each step feeds one token per row;
@@ -117,6 +117,12 @@ def slot_rewards(rewards, mask, answers, key=None):
 
 
 # ------------------------------------------------------------------------ the sampler
+# The id written into the padded slots of a shorter prompt. Those slots are hidden from every real token (the
+# prefill mask and the cache's prefix mask), so the id changes no output; 0 is inside every vocabulary, unlike
+# tokenizer.PAD_ID (259), which a small test GPT of vocab_size=64 would not have.
+PROMPT_PAD = 0
+
+
 @dataclass
 class Generation:
     tokens: torch.Tensor      # (R, T) long, generated tokens only (PAD_ID after the end); row r answers
@@ -163,7 +169,7 @@ def generate(model, prompts, max_new_tokens, num_samples=1, temperature=1.0, top
     if compile and not static:
         raise ValueError("compile=True needs static=True (a step of fixed shapes)")
     device = next(model.parameters()).device
-    idx, start = left_pad(prompts, tok.PAD_ID, device)                 # every prompt ends in slot Tp - 1
+    idx, start = left_pad(prompts, PROMPT_PAD, device)                 # every prompt ends in slot Tp - 1
     P, Tp = idx.shape
     R, T = P * num_samples, max_new_tokens
     if uniforms is not None and (uniforms.shape[0] != R or uniforms.shape[1] < T):
@@ -255,9 +261,6 @@ def _check_args(model, prompts, max_new_tokens, num_samples, temperature, top_k,
                          f"[1, block_size={block}]")
     if num_samples < 1:
         raise ValueError(f"num_samples={num_samples} must be >= 1")
-    if min(len(p) for p in prompts) < longest and model.config.vocab_size <= tok.PAD_ID:
-        raise ValueError(f"prompts of different lengths are left-padded with PAD_ID={tok.PAD_ID}, which a model of "
-                         f"vocab_size={model.config.vocab_size} does not have")
     if not 0 <= temperature < float("inf"):
         raise ValueError(f"temperature={temperature} must be finite and >= 0 (0 means greedy)")
     if top_k is not None and top_k < 1:

@@ -12,7 +12,7 @@ Train a small GPT with VPO, GRPO or one of the paper's baselines on a vector-rew
 3. Evaluation on held-out problems (evaluate.py): best@k, pass@k, E_w[best@k], diversity, at T = 0.7.
 Output in out_dir/run_name: ckpt.pt, log.jsonl, eval.jsonl, summary.json and three figures. Every draw is
 seeded by (seed, step, prompt index) (runs/seeding.py), so --resume continues a run bit for bit. The checks of
-the command line, run directories and torchrun: runs/.
+the command line, run directories, torchrun and the statistics of each step's log row: runs/.
 """
 import argparse
 import json
@@ -22,13 +22,11 @@ import time
 from dataclasses import dataclass, fields
 from typing import Optional
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 import vpo
 from evaluate import evaluate, report
-from metrics import diversity
 from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
@@ -36,7 +34,8 @@ from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_roll
     set_deterministic
 from runs.dirs import base_dir, create_run_dir, machine, save_run_checkpoint, truncate_logs
 from runs.seeding import prompt_weights, step_seed
-from sample import rollout, slot_rewards
+from runs.steplog import step_log
+from sample import rollout
 from sft import SFTConfig, new_model, train_base, warm_start
 from tasks import TASKS
 from tasks import tokenizer as tok
@@ -166,8 +165,9 @@ class RLConfig:
 
 def rl_step(model, train_model, ref_model, opt, task, cfg, step, log_weights, device):
     """One RL step: sample, score, one advantage per rollout, one PPO epoch in cfg.minibatches updates. -> a log
-    dict (step_log). Under torchrun this process samples its share of the prompt groups (dist.shard_groups), the
-    rewards are gathered so that every process computes the whole batch's advantages, and gradients are summed."""
+    dict (runs/steplog.py: step_log). Under torchrun this process samples its share of the prompt groups
+    (dist.shard_groups), the rewards are gathered so that every process computes the whole batch's advantages,
+    and gradients are summed."""
     t0 = time.perf_counter()
     method, B, M, amp = vpo.METHODS[cfg.algo], cfg.batch_size, cfg.minibatches, cfg.dtype != "float32"
     m = cfg.num_answers if method.multi_answer else 1                               # answers per rollout
@@ -228,45 +228,6 @@ def method_weights(kind, cfg, step, D):
         stream = 5 if kind == "1" else 6
         return prompt_weights(cfg.seed, stream, step, cfg.batch_size, 1, D, cfg.alpha, cfg.weight_sampler)[:, 0]
     return None
-
-
-def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
-             log_weights, t0):
-    """The log row of one RL step, with every reduction over torchrun processes the logs need. problems, rewards,
-    mask: this process's b prompts, (b, G, m, D), (b, G, m); all_*: the whole batch's; losses: (policy_loss stats,
-    share) per minibatch.
-      deploy_reward  mean w*^T r per answer slot (a repeated answer earns its reward, a missing one 0)
-      set_reward     E_w max over each rollout's valid answers, under the same 100 fixed Dir(1) weights for every
-                     method and run (log_weights), so that curves compare; not the training reward of VPO
-      diversity      mean pairwise L1 distance of a group's valid reward vectors; zero_var_frac: flat groups
-      entropy, kl, clip_frac, ratio, loss: token-weighted over the processes, averaged over minibatches
-      written_rate, answer_tokens: answer slots written and their mean length (this process's rollouts);
-      forced_rate: answers the sampler closed because they filled their room, per non-final answer slot"""
-    B, G = all_rewards.shape[:2]
-    answers = [task.parse(t, m) for t in texts]
-    per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G],
-                                       key=lambda y, p=problems[b]: task.canonical(p, y))[None]
-                          for b in range(len(rewards))])                            # (b, G, m, D)
-    per_slot = dist.gather_groups(per_slot, B, cfg.minibatches)
-    stats = []
-    for s, share in losses:                                                          # token-weighted sums
-        summed = dist.all_sum(torch.tensor([v * share for v in s.values()], dtype=torch.float64))
-        stats.append(dict(zip(s, summed.tolist())))
-    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
-    deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
-    set_r = vpo.set_rewards(all_rewards, all_mask, log_weights.expand(B, -1, -1))
-    tmask = gen.sampled
-    n_tokens = float(dist.all_sum(tmask.sum()))
-    seconds = time.perf_counter() - t0
-    written = [len(tok.encode(a)) for row in answers for a in row if a]                # non-empty answer slots
-    return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
-            "diversity": float(np.mean([diversity(all_rewards[b], mask=all_mask[b]) for b in range(B)])),
-            **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},
-            "zero_var_frac": float((scores.std(dim=1, correction=0) < 1e-6).float().mean()),
-            "valid_rate": float(all_mask.float().mean()), "completion_tokens": n_tokens / (B * G),
-            "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
-            "forced_rate": float(gen.forced.sum()) / max(1, (m - 1) * len(answers)),
-            "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
 
 
 def eval_weights(args, task):

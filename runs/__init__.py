@@ -5,5 +5,6 @@ The machinery beside the reading path: what a command line needs, and nothing a 
     runs/dirs.py     run directories, --overwrite, the warm-start cache's key and lock, resume, checkpoints
     runs/dist.py     torchrun helpers (sharding prompt groups, summing gradients and losses)
     runs/seeding.py  the seeding rule (step_seed)
+    runs/steplog.py  the log row of one RL step (step_log): its statistics, reduced over torchrun processes
     runs/plots.py    a run's figures (training curves, best@k, the answers' reward vectors)
 """

@@ -188,6 +188,19 @@ def test_cached_sampler_equals_naive_at_temperature_zero(static):
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
 
 
+@pytest.mark.parametrize("static", [False, True])
+def test_cached_sampler_pads_ragged_prompts_of_a_small_vocabulary(static):
+    """A GPT of vocab_size=64 has no tokenizer.PAD_ID (259). Its prompts of different lengths are still padded
+    with an id it has (the padded slots are hidden), and greedy sampling equals the uncached reference."""
+    model = make_model(13, GPTConfig(vocab_size=64, block_size=48, n_layer=2, n_head=2, n_embd=32))
+    g = torch.Generator().manual_seed(13)
+    prompts = [torch.randint(0, 64, (n,), generator=g).tolist() for n in (1, 7, 3, 12)]
+    a = generate(model, prompts, 16, num_samples=2, temperature=0, static=static)
+    b = generate_naive(model, prompts, 16, num_samples=2, temperature=0)
+    assert a.tokens.shape == (8, 16) and bool((a.tokens < 64).all())
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
+
+
 @pytest.mark.parametrize("static,check_every", [(False, 1), (False, 5), (True, 1), (True, 7)])
 def test_cached_sampler_equals_naive_with_stop_token(static, check_every):
     """Greedy rows of different prompts stop at different steps; tokens, masks and trimming agree, whether the

@@ -111,6 +111,9 @@ def test_evaluate_on_scripted_rollouts(monkeypatch, m, ks, answers, max_rows):
 
     assert set(c[:2] for c in calls) == {(m, n_roll)} and calls[0][2] == 0.7
     assert (metrics["m"], metrics["problems"], metrics["answers_per_problem"]) == (m, 2, n_roll * m)
+    # the names and order of the committed summary.json files (results/runs), brackets closed
+    assert [key for key in metrics if "@k" in key] == ["best@k", "pass@k", "E_w[best@k]", "pass_hidden@k",
+                                                       "pooled_best@k", "pooled_pass@k"]
     hand = HAND[m]
     for key in ("best@k", "pass@k", "pass_hidden@k", "pooled_pass@k"):
         assert metrics[key] == pytest.approx(hand[key], abs=1e-6), key
