@@ -343,11 +343,13 @@ def run_level_search_lines(found, s, solved):
             for arm, i in [("a", i) for i in range(len(sa))] + [("b", i) for i in range(len(sb))]:
                 ka = [x for j, x in enumerate(sa) if not (arm == "a" and j == i)]
                 kb = [x for j, x in enumerate(sb) if not (arm == "b" and j == i)]
-                left = label_comparison([len(x) for x in ka], [len(x) for x in kb], NAMES[a], NAMES[b])
+                kept = [len(x) for x in ka], [len(x) for x in kb]
+                left = label_comparison(*kept, NAMES[a], NAMES[b]) if min(map(len, kept)) >= 2 else None
                 only_a, only_b, _ = solved_only_by(ka, kb)
                 run = found[kind][a if arm == "a" else b][i]["rl_seed"]
                 out_rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[a if arm == 'a' else b]} s{run}",
-                                 signed(left.mean, 2), f"{left.p:.3g}", f"{len(only_a)} against {len(only_b)}",
+                                 signed(left.mean, 2) if left else "-", f"{left.p:.3g}" if left else "-",
+                                 f"{len(only_a)} against {len(only_b)}",
                                  f"{discordant_test(len(only_a), len(only_b)):.3g}"])
     if not rows:
         return []

@@ -111,6 +111,13 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     assert "| search vs sampling | VPO search − VPO sampling | 0 | 0 | 0 | 1.0000 | descriptive |" in lines
     # problems solved per seed: VPO 2 and 1, GRPO 2 and 0 -> 1.50 against 1.00
     assert next(line for line in lines if line.startswith("| VPO − GRPO | 1.50 | 1.00 | +0.50 | ["))
+    # over runs: 2, 1 against 2, 0; every one of the 6 ways to deal the four runs into two arms is at least as far
+    # apart (p = 1), and two runs an arm allow no p below 2/6
+    assert any(line.startswith("| search | VPO − GRPO | 2 / 1 | 2 / 0 | +0.50 | [") and
+               line.endswith("| 1 | 0.333 | too few runs for a test |") for line in lines)
+    # leaving VPO's seed 0 out: one run against two (no run-level test); only VPO's remaining run solves nothing
+    # that GRPO's never do, GRPO's seed 0 solves 13 -> 0 against 1 over problems
+    assert "| VPO − GRPO | VPO s0 | - | - | 0 against 1 | 1 |" in lines
     # a chunk missing: that seed's search is left out until it is done
     os.remove(path_of("evolve", "grpo", 1))
     found, _ = search_jobs.read_searches(cfg, out)
