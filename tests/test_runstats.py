@@ -94,3 +94,18 @@ def test_leave_one_out_drops_each_run_in_turn():
     unpaired = leave_one_out({0: 1.0, 1: 2.0}, {0: 1.0, 1: 1.0, 2: 1.0},
                              lambda x, y: label_comparison(x.values(), y.values()).mean)
     assert [(arm, run) for arm, run, _ in unpaired] == [("b", 0), ("b", 1), ("b", 2)]  # A's arm of one: skipped
+
+
+def test_the_tables_run_level_cells_by_hand():
+    """results.md's run-level cells: the interval over runs, the exact p, the reading; and the verdicts table's row
+    with the plan's registered rule beside it."""
+    from results.tables import run_level, run_note
+    from results.verdicts import paired_row
+    half = 4.302653 * 0.1 / math.sqrt(3)                      # d = 0.1, 0.2, 0.3: mean 0.2, sd 0.1
+    assert run_level([0.1, 0.2, 0.3], "VPO", "GRPO") == [f"[{0.2 - half:+.3f}, {0.2 + half:+.3f}]", "0.25",
+                                                         "too few runs for a test"]
+    assert run_level([0.1], "VPO", "GRPO") == ["-", "-", "-"]
+    assert "0.25" in run_note(3) and "too few" in run_note(3) and "too few" not in run_note(6)
+    row = paired_row("maze", "best@48", {0: 0.5, 1: 0.6, 2: 0.4}, {0: 0.4, 1: 0.4, 2: 0.5}, "VPO", "GRPO", 3)
+    assert row[2:5] == ["+0.100 / +0.200 / -0.100", "+0.067", row[4]] and row[5] == "0.75"
+    assert row[6:] == ["too few runs for a test", "unresolved"]
