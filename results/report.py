@@ -21,8 +21,10 @@ from tasks import get_task
 def write_report(cfg, out, title, figures=True):
     """Rewrite out/results.md (and, with figures, the PNGs) from whatever has finished. -> the markdown lines."""
     main, baselines = finished_runs(cfg, out, "main"), finished_runs(cfg, out, "baselines")
-    if figures:  # sample what the code runs write (cached), for the forms tables
+    if figures:  # sample what the code runs write (cached), for the forms tables; the hard problems' targets
         from results.figures import code_answers
+        from results.search_jobs import write_targets
+        write_targets(cfg, out)
         for group, _ in CODE_PLANS:
             if group in cfg and cfg[group].get("answers") and not cfg[group].get("frozen"):  # frozen: its cache
                 code_answers(cfg, out, finished_runs(cfg, out, group), group)
