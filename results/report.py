@@ -2,7 +2,8 @@
 results.md and the figures of the reproduction, read back from the finished runs of reproduce.py:
 summary.json (the final evaluation; the base's where that run evaluated it), eval.jsonl (evaluations during
 training), log.jsonl (one line per RL step), and the kept weights of the main runs (the route figure samples
-them once and caches the answers in routes_maze.json, so a clone without the weights still draws it).
+them once and caches the answers in routes_maze.json, so a clone without the weights still draws it). With the
+figures it also writes hard_targets.json beside each search's hard.json (results/search_jobs.py write_targets).
 
 Numbers are means ± the population standard deviation (ddof 0) over RL seeds, and every table with a ± says so
 under it; a single seed is shown alone.

@@ -116,8 +116,9 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     # which problems, by which RL seed (answers spent), and the searches' programs checked on the hidden tests
     row = next(line for line in lines if line.startswith("| 12 |"))
     assert row.endswith("| s0 (12) | s0 (20), s1 (27) | s0 (12) | s0 (20), s1 (27) | - | - |")
-    assert next(line for line in lines if line.startswith("| 11 |")).endswith("| - | s0 (5) | - | s0 (5) | 1 / 1 | 1 / 1 |")
-    assert next(line for line in lines if line.startswith("| 13 |")).endswith("| s0 (10) | - | s0 (10) | - | 1 / 1 | 0 / 1 |")
+    row = {p: next(line for line in lines if line.startswith(f"| {p} |")) for p in (11, 13)}
+    assert row[11].endswith("| - | s0 (5) | - | s0 (5) | 1 / 1 | 1 / 1 |")
+    assert row[13].endswith("| s0 (10) | - | s0 (10) | - | 1 / 1 | 0 / 1 |")   # passes the hidden tests, not the target
     # the plan's test at the full budget: 1 : 1 discordant problems, p = 1, Holm (one pair) rejects nothing
     assert "| search | VPO − GRPO | 1 | 1 | 2 | 1.0000 | no difference detected at this power |" in lines
     assert "| sampling | VPO − GRPO | 1 | 1 | 2 | 1.0000 | descriptive |" in lines
@@ -155,7 +156,8 @@ def test_target_solved_counts_kept_programs_equal_to_the_target():
     assert search_jobs.target_solved(run, task, problems, budget=40) == {0}
     assert search_jobs.target_solved({"kind": "sample", **{k: run[k] for k in ("problems", "results")}}, task,
                                      problems) is None
-    assert search_jobs.target_solved({"problems": [0], "results": [{"solved_at": 3, "used": 3}]}, task, problems) is None
+    no_kind = {"problems": [0], "results": [{"solved_at": 3, "used": 3}]}   # no kind, no program kept: sampling
+    assert search_jobs.target_solved(no_kind, task, problems) is None
     # the rule a file counted by: none recorded is the shown tests ("reward"); a file never mixes two
     assert search_jobs.solved_rule(run) == "reward"
     assert search_jobs.solved_rule({"results": [{"solved_at": 4, "solved_by": "target"}]}) == "target"
