@@ -10,9 +10,15 @@ rollout draws k/m rollouts and a single-answer model k rollouts: the same answer
     best@k         exact E[max of k answers' deployment scalar w*^T r], drawn as k/m whole rollouts  metrics.best_at_k
     pooled_best@k  the authors' definition: all answers of a problem in one pool, k drawn from it
                    (rollout boundaries ignored), exact expectation; k = 1 included  metrics.best_at_k(pooled=True)
-    pass@k         the same for the indicator "solved" (unbiased, Chen et al.)   metrics.best_at_k on 0/1 scores
+    pass@k         the same for the indicator "solved by the reward" (task.solved; code: every shown test passes)
+                   (unbiased, Chen et al.)  metrics.best_at_k on 0/1 scores
     pooled_pass@k  pass@k over the authors' pool (k = 1 included: the fraction of answer slots that solve)
     pass_hidden@k  solved on the task's hidden tests too (code)
+    pass_target@k  the indicator "the answer equals the target" (task.equals_target; code: the same outputs on
+                   all 31 inputs), only for tasks that can check it; pooled_pass_target@k over the authors' pool.
+                   Where a task checks the target, that is what "solved" means (Task.solves); pass@k keeps the
+                   meaning that committed files give it. solved_per_problem counts answers solved by the reward,
+                   solved_target_per_problem answers equal to the target.
     E_w[best@k]    the VPO set objective: mean over w ~ Dir(1) of best@k under w  metrics.expected_best_at_k
     diversity      mean pairwise L1 distance between the answers' reward vectors  metrics.diversity
     deploy_reward  mean w*^T r per answer slot (a missing answer counts 0, a repeated one its reward)
@@ -45,7 +51,8 @@ from tasks import Task
 
 
 # The metrics given at several k, in the order summary.json and log.jsonl hold them: {k: value} under each name.
-PER_K = ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pooled_best@k", "pooled_pass@k")
+PER_K = ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pass_target@k", "pooled_best@k", "pooled_pass@k",
+         "pooled_pass_target@k")
 
 
 def _has_hidden_tests(task):
@@ -73,6 +80,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     weights_n = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     hidden = _has_hidden_tests(task)
+    target = task.checks_target
     chunk = max(1, max_rows // n_roll)
     was_training = model.training
     model.eval()
@@ -102,6 +110,16 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             for k in pooled_ks:
                 acc[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
                 acc[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
+            if target:  # each distinct written answer checked once against the target
+                same = {y: task.equals_target(problem, y) for ys in answers for y in ys if y}
+                solved_t = torch.tensor([[bool(a[g, j]) and same[answers[g][j]] for j in range(m)]
+                                         for g in range(n_roll)])
+                slots_t = torch.tensor([[bool(written[g, j]) and same[answers[g][j]] for j in range(m)]
+                                        for g in range(n_roll)])
+                for k in ks:
+                    acc[f"pass_target@{k}"] = best_at_k(solved_t.double(), k)
+                for k in pooled_ks:
+                    acc[f"pooled_pass_target@{k}"] = best_at_k(slots_t.double(), k, mask=written, pooled=True)
             if hidden:
                 solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
                                           for j in range(m)] for g in range(n_roll)])
@@ -116,23 +134,26 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             rows["pareto_frac"] = pareto["pareto_frac"]
             rows["pareto_distinct"] = pareto["pareto_distinct"]
             pool = r[a].numpy() if start + i < num_pools else None
-            records.append((start + i, acc, rows, pareto["dim_mean"], int(solved.sum()), pool, r[a].numpy()))
+            counts = (int(solved.sum()), int(solved_t.sum()) if target else None)
+            records.append((start + i, acc, rows, pareto["dim_mean"], counts, pool, r[a].numpy()))
     model.train(was_training)
     records = sorted(dist.gather_objects(records), key=lambda rec: rec[0])    # every problem, in order
     acc = {key: [rec[1][key] for rec in records] for key in records[0][1]}
     rows = {key: [rec[2][key] for rec in records] for key in records[0][2]}
     dim_means = [rec[3] for rec in records]
-    solved_counts = [rec[4] for rec in records]
+    solved_counts = [rec[4][0] for rec in records]
     pools = [rec[5] for rec in records[:num_pools]]
     metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
                "prompt_weights": None if weights is None else [float(w) for w in weights]}
     for key in PER_K:  # acc holds each at every k under its name with k written in: "E_w[best@3]"
         k_values = pooled_ks if key.startswith("pooled") else ks
-        if key != "pass_hidden@k" or hidden:
+        if ("hidden" not in key or hidden) and ("target" not in key or target):
             metrics[key] = {k: float(np.mean(acc[key.replace("@k", f"@{k}")])) for k in k_values}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
     metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
+    if target:
+        metrics["solved_target_per_problem"] = [rec[4][1] for rec in records]  # answers equal to the target
     # how many directions the reward dimensions span in these answers (within problems): dim_corr, eff_rank
     metrics["dimensions"] = dimension_geometry(within_covariance([rec[6] for rec in records])[0])
     if geometry is not None and not geometry.identity:
@@ -147,7 +168,7 @@ def format_table(metrics, label=""):
     ks = [int(k) for k in metrics["pooled_best@k"]]
     lines = [f"{label:<15}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
     names = {"best@k": "best@k", "pooled_best@k": "best@k pooled", "E_w[best@k]": "E_w[best@k]",
-             "pass@k": "pass@k", "pass_hidden@k": "pass_hidden@k"}
+             "pass@k": "pass@k", "pass_hidden@k": "pass_hidden@k", "pass_target@k": "pass_target@k"}
     for key, name in names.items():
         if key in metrics:
             values = {int(k): v for k, v in metrics[key].items()}

@@ -9,6 +9,8 @@ is the reward vector of answer y.
   best@k          E[max of k answers' scores], k drawn as whole rollouts (ours)     best_at_k
                   or from one pool of all answers (the authors', pooled=True)
   pass@k          1 - C(n-c, k) / C(n, k); best_at_k on 0/1 scores is the same      pass_at_k
+                  (which answers count as correct is the caller's: evaluate.py's pass@k counts those solved
+                  by the reward, its pass_target@k those equal to the target)
   E_w[best@k]     (1/N) sum_n best@k under w_n^T r, the VPO objective               expected_best_at_k
   diversity       mean pairwise L1 distance between a pool's reward vectors         diversity
   Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics

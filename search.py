@@ -18,6 +18,12 @@ the population too). The budget counts answers written (--unit answers, the defa
 per sample for a multi-answer model, so every checkpoint gets the same number of candidates, as best@k's k does)
 or model samples (--unit samples: one completion each, as the paper's OpenEvolve runs count iterations). A
 problem stops when solved.
+
+Solved means Task.solves: the answer equals the target where the task can check it (code: the same outputs on
+all 31 inputs), else its reward solves (task.solved). Every result records the rule ("solved_by": "target" or
+"reward"; search files written before the rule was recorded carry no such key, and there solved_at counts the
+first program that passed every shown test) and reward_solved_at, the budget spent when the first answer that
+the reward alone accepts appeared (code: every shown test passes).
 """
 import argparse
 import math
@@ -69,6 +75,7 @@ class Population:
         self.task, self.problem, self.budget, self.unit = task, problem, budget, unit
         self.cost = m if unit == "answers" else 1          # the price of one sample
         self.answers, self.vectors, self.used, self.solved_at = [], [], 0, None
+        self.reward_solved_at, self.solution = None, None   # the reward's rule; the answer that solved
 
     def add(self, answers):
         """One sample's answers: charge the budget (empty and repeated answers too), archive new valid ones."""
@@ -81,8 +88,20 @@ class Population:
                 v = self.task.score(self.problem, a)
                 self.answers.append(a)
                 self.vectors.append(v)
-                if self.task.solved(v):
-                    self.solved_at = self.used
+                if self.reward_solved_at is None and self.task.solved(v):
+                    self.reward_solved_at = self.used
+                if self.task.solves(self.problem, a, v):
+                    self.solved_at, self.solution = self.used, a
+
+    def result(self, best=False):
+        """The population as a result dict: solved_at, the rule it counts by, reward_solved_at, the budget used and
+        the population's size; with best, the kept program: the solving one, else the best by mean reward."""
+        out = {"solved_at": self.solved_at, "solved_by": self.task.solved_rule,
+               "reward_solved_at": self.reward_solved_at, "used": self.used, "population": len(self.answers)}
+        if best:
+            top = int(np.argmax([v.mean() for v in self.vectors])) if self.vectors else None
+            out["best"] = self.solution if self.solution is not None else None if top is None else self.answers[top]
+        return out
 
     @property
     def done(self):
@@ -101,8 +120,9 @@ def add_fresh_samples(model, task, pops, m, n, temperature, generator, amp=True)
 @torch.no_grad()
 def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
            seed=0, amp=True, max_rows=1024):
-    """Evolutionary search on every problem at once. -> list of dicts: solved_at (budget spent when the first
-    solving program appeared, or None), used (<= budget), population size, best program."""
+    """Evolutionary search on every problem at once. -> list of dicts (Population.result): solved_at (budget
+    spent when the first solving program appeared, or None), solved_by, reward_solved_at, used (<= budget),
+    population size, best program (the solving one where solved)."""
     if budget < min_budget(m, unit, parents_per_round):
         raise ValueError(f"budget {budget} {unit} is below one round of the search (one initial sample and "
                          f"{parents_per_round} children: {min_budget(m, unit, parents_per_round)} {unit} at m = {m})")
@@ -139,12 +159,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
             pop.add(task.parse(prefix + text, m))
         if sum(pop.used for pop in pops) == spent:  # a round that spends nothing would repeat forever
             raise RuntimeError("evolve: a round of samples spent no budget (Population.done and add disagree)")
-    results = []
-    for pop in pops:
-        best = int(np.argmax([v.mean() for v in pop.vectors])) if pop.vectors else None
-        results.append({"solved_at": pop.solved_at, "used": pop.used, "population": len(pop.answers),
-                        "best": None if best is None else pop.answers[best]})
-    return results
+    return [pop.result(best=True) for pop in pops]
 
 
 def solved_by_budget(results, budgets):
@@ -166,7 +181,7 @@ def sample_until_solved(model, task, problems, m, budget, unit="answers", temper
         open_ = [pop for pop in pops if not pop.done]
         n = max(1, min(chunk, max_rows // len(open_), min((pop.budget - pop.used) // pop.cost for pop in open_)))
         add_fresh_samples(model, task, open_, m, n, temperature, generator, amp)
-    return [{"solved_at": pop.solved_at, "used": pop.used, "population": len(pop.answers)} for pop in pops]
+    return [pop.result() for pop in pops]
 
 
 def solved_only_by(a, b):
@@ -257,9 +272,10 @@ def main(argv=None):
                           torch.Generator(device=device).manual_seed(args.seed), amp=amp)
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
+        solved = sum(task.solves(p, answer, vector) for p, (answer, vector, _) in zip(problems, picks))
         print(f"best-of-{args.k} ({run.algo}, m={m}, T={temperature}): mean verifier score "
-              f"{np.mean([p[2] for p in picks]):.3f} over {len(problems)} problems; "
-              f"solved {sum(task.solved(p[1]) for p in picks)}")
+              f"{np.mean([p[2] for p in picks]):.3f} over {len(problems)} problems; solved {solved} "
+              f"({task.solved_rule}); solved by the reward {sum(task.solved(p[1]) for p in picks)}")
         return 0
     temperature = 1.0 if args.temperature is None else args.temperature
     results = evolve(model, task, problems, m, args.budget, args.unit, temperature=temperature, seed=args.seed,

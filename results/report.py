@@ -2,7 +2,8 @@
 results.md and the figures of the reproduction, read back from the finished runs of reproduce.py:
 summary.json (the final evaluation; the base's where that run evaluated it), eval.jsonl (evaluations during
 training), log.jsonl (one line per RL step), and the kept weights of the main runs (the route figure samples
-them once and caches the answers in routes_maze.json, so a clone without the weights still draws it).
+them once and caches the answers in routes_maze.json, so a clone without the weights still draws it). With the
+figures it also writes hard_targets.json beside each search's hard.json (results/search_jobs.py write_targets).
 
 Numbers are means ± the population standard deviation (ddof 0) over RL seeds, and every table with a ± says so
 under it; a single seed is shown alone.
@@ -22,8 +23,10 @@ from tasks import get_task
 def write_report(cfg, out, title, figures=True):
     """Rewrite out/results.md (and, with figures, the PNGs) from whatever has finished. -> the markdown lines."""
     main, baselines = finished_runs(cfg, out, "main"), finished_runs(cfg, out, "baselines")
-    if figures:  # sample what the code runs write (cached), for the forms tables
+    if figures:  # sample what the code runs write (cached), for the forms tables; the hard problems' targets
         from results.figures import code_answers
+        from results.search_jobs import write_targets
+        write_targets(cfg, out)
         for group, _ in CODE_PLANS:
             if group in cfg and cfg[group].get("answers") and not cfg[group].get("frozen"):  # frozen: its cache
                 code_answers(cfg, out, finished_runs(cfg, out, group), group)

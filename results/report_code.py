@@ -51,6 +51,7 @@ def code_section(cfg, out, group="code", key="search"):
             lines += paired_table(runs, "VPO", b, "pooled_pass@k", (1,), "pooled pass@1", need)
     lines += ["pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", ""]
     lines += step_table(runs, "pass_hidden@k", ks, bases) + [""]
+    lines += target_lines(runs, ks, bases)
     lines += ["Code best@k (the fraction of shown tests passed by the best of k answers) over whole rollouts:", ""]
     lines += step_table(runs, "best@k", ks, bases) + [""]
     for b in single:
@@ -82,8 +83,10 @@ def replicate_section(cfg, out, group, runs, bases):
              "arguments and searched from those weights in one job, on v2's hard problems; files under "
              f"results/runs/{g['dir']}/. The training evaluations below are a second realization of v2's runs, "
              "reported without a verdict (v2's are the training results of record).", "",
-             "pass@k over whole rollouts at each evaluation step (the same 64 held-out problems as v2):", ""]
+             "pass@k (every shown test passes) over whole rollouts at each evaluation step (the same 64 held-out "
+             "problems as v2):", ""]
     lines += step_table(runs, "pass@k", KS[1:], bases) + [""]
+    lines += target_lines(runs, KS[1:], bases)
     rows = []
     for label, rs in runs.items():
         for r in rs:
@@ -99,6 +102,17 @@ def replicate_section(cfg, out, group, runs, bases):
                   "unit:", ""]
         lines += table(["method", "seed", "solved in its pool", "machine"], rows) + [""]
     return lines + search_section(cfg, out, key)
+
+
+def target_lines(runs, ks, bases):
+    """pass_target@k (the answer equals the target on all 31 inputs) per step where the runs' evaluations carry it;
+    else one line saying that their pass@k counts the shown tests only."""
+    if all("pass_target@k" in r["summary"]["metrics"] for rs in runs.values() for r in rs):
+        return (["pass_target@k (the answer equals the target on all 31 inputs of the domain) over whole rollouts:",
+                 ""] + step_table(runs, "pass_target@k", ks, bases) + [""])
+    return ["These runs' evaluations predate pass_target@k (the answer equals the target on all 31 inputs): their "
+            "pass@k and pass_hidden@k count programs that pass the shown (and hidden) tests, which the target "
+            "passes but some other programs pass too.", ""]
 
 
 def below_base_table(runs, bases, key="pass@k", k=48, need=None):
@@ -195,7 +209,7 @@ def search_section(cfg, out, key="search"):
     """Problems solved within each budget by the evolutionary search and by sampling, per seed; the paper's count
     (problems some seed of one method solves and no seed of the other ever does) per pair of methods, and the
     plan's test of it (results/PLAN_CODE.md v2, "The deciding test")."""
-    from results.search_jobs import label, read_searches
+    from results.search_jobs import label, path_of, read_searches, solved_within, target_solved, targets_path
     from search import solved_by_budget
     found, hard = read_searches(cfg, out, key)
     if not hard or not any(found.values()):
@@ -212,6 +226,7 @@ def search_section(cfg, out, key="search"):
              f"run did not solve, over its whole budget (mean over such problems); and, per seed, the fraction of "
              f"shown tests that the best program the search kept passes, averaged over the problems (1 where "
              f"solved).", ""]
+    lines += rule_lines(found, os.path.relpath(targets_path(path_of(out, cfg, key, "hard")), out), out)
     budgets = s["budgets"]
     task = code_task(cfg, s["group"])  # scores a program on a problem's tests; v1's problems come from its file
     problems = code_problems(cfg, out, s["group"], hard["screened"])
@@ -225,16 +240,42 @@ def search_section(cfg, out, key="search"):
             distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
             best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
                     for r in runs] if kind == "evolve" else []
+            same = [target_solved({**r, "kind": kind}, task, problems) for r in runs]
             rows.append([label(kind, slug), str(len(runs))]
                         + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
                            for b in budgets]
                         + [f"{np.mean(distinct):.0f}" if distinct else "-",
-                           " / ".join(f"{b:.3f}" for b in best) or "-"])
+                           " / ".join(f"{b:.3f}" for b in best) or "-",
+                           "keeps no programs" if None in same else
+                           " / ".join(f"{len(t)} of {len(solved_within(r))}" for t, r in zip(same, runs))])
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
-                   ["distinct answers per unsolved problem", "best program's tests passed"], rows) + [""]
+                   ["distinct answers per unsolved problem", "best program's tests passed",
+                    "kept solving programs equal to the target"], rows) + [""]
     lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped),
                             seeds=len(group["seeds"]))
     return lines + solved_problems_table(found, task, problems)
+
+
+RULES = {"reward": "the first program that passes every shown test",
+         "target": "the first program equal to the target on all 31 inputs of the domain"}
+
+
+def rule_lines(found, targets, out):
+    """What "solved" means in these search files (search.py records the rule since it counts the target; files
+    without the record counted the shown tests), what the last column counts, and where the targets are kept."""
+    from results.search_jobs import solved_rule
+    rules = sorted({solved_rule(r) for kind in found for runs in found[kind].values() for r in runs})
+    if len(rules) == 1:
+        meaning = f"Solved in these files means {RULES[rules[0]]}" + (
+            " (the rule they were written under, before the search counted the target)." if rules == ["reward"]
+            else " (the rule they record).")
+    else:
+        meaning = "Solved follows each file's recorded rule: " + "; ".join(f"{r}, {RULES[r]}" for r in rules) + "."
+    where = (f" The hard problems' targets, their shown and hidden tests and each target's values on the domain are "
+             f"in `{targets}`.") if os.path.isfile(os.path.join(out, targets)) else ""
+    return [meaning + " The column \"kept solving programs equal to the target\" counts, per seed, the solved problems "
+            "whose kept program computes the target on every input of the domain; sampling runs keep no programs."
+            + where, ""]
 
 
 def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None):
@@ -368,8 +409,8 @@ def run_level_search_lines(found, s, solved):
 
 def solved_problems_table(found, task, problems):
     """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
-    many answers), and whether the searches' solving programs also pass the hidden tests (sampling jobs keep no
-    programs)."""
+    many answers), and how many of the searches' solving programs also pass the hidden tests and equal the target
+    (sampling jobs keep no programs)."""
     from results.search_jobs import label, solved_within
     columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
     solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
@@ -377,7 +418,7 @@ def solved_problems_table(found, task, problems):
         return []
     rows = []
     for p in solved:
-        cells, hidden = [], []
+        cells, hidden, same = [], [], []
         for kind, slug in columns:
             hits = []
             for r in found[kind][slug]:
@@ -386,10 +427,12 @@ def solved_problems_table(found, task, problems):
                     hits.append(f"s{r['rl_seed']} ({res['solved_at']})")
                     if res.get("best") is not None:
                         hidden.append(task.solved_hidden(problems[p], res["best"]))
+                        same.append(task.equals_target(problems[p], res["best"]))
             cells.append(", ".join(hits) or "-")
         rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
-                    [f"{sum(hidden)} / {len(hidden)}" if hidden else "-"])
+                    [f"{sum(xs)} / {len(xs)}" if xs else "-" for xs in (hidden, same)])
     header = ["problem", "family", "target"] + [label(kind, slug) for kind, slug in columns]
     return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
-            "many of the searches' solving programs also pass the problem's hidden tests:", ""] + \
-        table(header + ["search programs passing hidden tests"], rows) + [""]
+            "many of the searches' solving programs also pass the problem's hidden tests, and equal its target on all "
+            "31 inputs (sampling jobs keep no programs):", ""] + \
+        table(header + ["search programs passing hidden tests", "search programs equal to the target"], rows) + [""]

@@ -29,7 +29,7 @@ import math
 import os
 import time
 
-from results.plan import read_json
+from results.plan import CODE_PLANS, code_problems, read_json
 from runs.dirs import machine
 
 
@@ -88,14 +88,18 @@ def screen_job(ckpt, n, answers, path, ids=None):
     pool = task.problems("test", n, seed=0)
     problems = pool if ids is None else [pool[i] for i in ids]
     metrics, _ = evaluate(model, task, problems, m, [max(m, 1), answers], answers, 0.7)
+    # solved_per_problem and pass@k by the reward (every shown test passes), as the committed screens count; the
+    # hard problems are chosen by them; solved_target_per_problem: answers equal to the target
     write_json(path, {"ckpt": ckpt, "m": m, "problems": n if ids is None else list(ids), "answers": answers,
                       "solved_per_problem": metrics["solved_per_problem"], "pass@k": metrics["pass@k"],
+                      "solved_target_per_problem": metrics.get("solved_target_per_problem"),
                       "seconds": round(time.perf_counter() - t0, 1), "machine": machine()})
     return 0
 
 
 def hard_problems(search, screens):
-    """Indices of the problems no screen solved, the first search["problems"] of them.
+    """Indices of the problems no screen solved (no answer passed every shown test), the first search["problems"]
+    of them.
     screens: the screen files' contents. ValueError if there are too few."""
     n = min(s["problems"] for s in screens)
     unsolved = [i for i in range(n) if all(s["solved_per_problem"][i] == 0 for s in screens)]
@@ -110,6 +114,45 @@ def write_hard(search, hard_path, screens):
     write_json(hard_path, {"problems": ids, "screened": search["screen_problems"],
                            "screens": [os.path.basename(p) for p in screens]})
     return 0
+
+
+def targets_path(hard_path):
+    """Where the hard problems' targets and tests are kept: hard_targets.json beside hard.json."""
+    return os.path.join(os.path.dirname(hard_path), "hard_targets.json")
+
+
+def hard_targets(problems, hard):
+    """What a reader needs to check the searches' programs without the generator: for each hard problem (hard: the
+    contents of hard.json; problems: the test problems it indexes) its index, family, target, shown and hidden
+    inputs and outputs, and the target's values on the whole domain (tasks.code.DOMAIN, in its order)."""
+    from tasks.code import DOMAIN, execute
+    rows = [{"index": i, "family": problems[i].family, "target": problems[i].target,
+             "inputs": list(problems[i].inputs), "outputs": list(problems[i].outputs),
+             "hidden_inputs": list(problems[i].hidden_inputs), "hidden_outputs": list(problems[i].hidden_outputs),
+             "table": execute(problems[i].target, DOMAIN)} for i in hard["problems"]]
+    return {"domain": list(DOMAIN), "screened": hard["screened"], "problems": rows}
+
+
+def write_targets(cfg, out):
+    """hard_targets.json beside every hard.json of the plan's searches (a search that reuses another's hard file
+    shares its targets file). -> the paths written."""
+    written = []
+    for _, key in CODE_PLANS:
+        if key not in cfg:
+            continue
+        hard_path = path_of(out, cfg, key, "hard")
+        path = targets_path(hard_path)
+        if os.path.isfile(hard_path) and path not in written:
+            hard = read_json(hard_path)
+            problems = code_problems(cfg, out, cfg[key]["group"], hard["screened"])
+            content = {"hard": os.path.basename(hard_path), **hard_targets(problems, hard)}
+            rows = content.pop("problems")   # one problem a line, for a reader
+            text = json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n"
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(path + ".tmp", path)
+            written.append(path)
+    return written
 
 
 def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
@@ -224,9 +267,30 @@ def label(kind, slug):
 
 
 def solved_within(run, budget=None):
-    """The problem ids an evolve or sample file solved within `budget` answers (any budget if None)."""
+    """The problem ids an evolve or sample file solved within `budget` answers (any budget if None), by the rule
+    the file was written under (solved_rule)."""
     return {p for p, res in zip(run["problems"], run["results"])
             if res["solved_at"] is not None and (budget is None or res["solved_at"] <= budget)}
+
+
+def solved_rule(run):
+    """The rule by which a search file counts a problem solved: "target" (the kept program equals the target) or
+    "reward" (it passes every shown test); files written before search.py recorded the rule are "reward"."""
+    rules = {res.get("solved_by", "reward") for res in run["results"]}
+    if len(rules) > 1:
+        raise ValueError(f"a search file mixes the rules {sorted(rules)}")
+    return rules.pop() if rules else "reward"
+
+
+def target_solved(run, task, problems, budget=None):
+    """The problem ids an evolve run solved within `budget` (any budget if None) with a kept program that equals
+    the target (task.equals_target), whatever rule the file counted by; problems: indexable by problem id.
+    None for a sampling run, which keeps no programs (its "kind", or, where a file has none, no "best" anywhere)."""
+    if run.get("kind", "evolve" if any("best" in res for res in run["results"]) else "sample") == "sample":
+        return None
+    solved = solved_within(run, budget)
+    return {p for p, res in zip(run["problems"], run["results"])
+            if p in solved and res.get("best") is not None and task.equals_target(problems[p], res["best"])}
 
 
 def read_searches(cfg, out, key="search"):

@@ -55,13 +55,40 @@ class Task:
         raise NotImplementedError
 
     def solved(self, vector: np.ndarray) -> bool:
-        """Whether an answer with this reward vector solves the problem (what pass@k counts)."""
+        """Whether an answer with this reward vector solves the problem by its reward (what pass@k counts; on the
+        code task: every shown test passes)."""
         raise NotImplementedError
 
+    def equals_target(self, problem, answer: str):
+        """Whether the answer is the problem's target, however it is written: True or False where the task can
+        check it (the code task: the same outputs on the whole input domain), None where it cannot (the default:
+        the reward defines the target, and solved() is the whole rule)."""
+        return None
 
     def solved_hidden(self, problem, answer: str) -> bool:
         """Solved on held-out checks too; tasks without hidden tests fall back to solved(score(...))."""
         return self.solved(self.score(problem, answer))
+
+    # --- what "solved" means to the evaluation and the search ----------------------------------------------
+    @property
+    def checks_target(self) -> bool:
+        """Whether equals_target can answer (the task overrides it): then "solved" means equal to the target."""
+        return type(self).equals_target is not Task.equals_target
+
+    @property
+    def solved_rule(self) -> str:
+        """The rule solves() applies, as result files record it: "target" (the answer equals the target) where
+        the task can check it, else "reward" (solved(vector))."""
+        return "target" if self.checks_target else "reward"
+
+    def solves(self, problem, answer: str, vector=None) -> bool:
+        """Solved as the evaluation's pass_target@k and the search count it: the answer equals the target where
+        the task can check it (equals_target), else solved(vector) (vector: the answer's reward vector, scored
+        here if None)."""
+        same = self.equals_target(problem, answer)
+        if same is not None:
+            return bool(same)
+        return self.solved(self.score(problem, answer) if vector is None else vector)
 
     def plot_axes(self, vectors: np.ndarray):
         """Two coordinates per reward vector (n, D) -> ((n, 2), axis labels) for the answer scatter plots:

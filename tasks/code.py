@@ -10,9 +10,12 @@ shows D tests, sorted by input, and asks for m programs:
 
 An answer is one Python expression in x, run by our own interpreter (tasks/executor.py, never eval).
     r_j(x, y) = 1 if y(input_j) == output_j else 0,   j = 0..D-1      (objectives "test0".."test{D-1}")
-    w* = (1/D, ..., 1/D);   solved = every shown test passes
+    w* = (1/D, ..., 1/D);   solved(r) = every shown test passes
 Each problem also keeps hidden tests on other inputs: solved_hidden(problem, answer) asks for every shown
 and every hidden test, so evaluation can report how often a program that fits the shown tests generalizes.
+The target itself is checkable, since the domain has only 31 inputs: equals_target(problem, answer) asks for
+the target's output on every one of them. That is what the evaluation's pass_target@k and the search count as
+solved (Task.solves); a program can pass every shown and hidden test and still differ from the target.
 
 Test inputs are chosen so that every branch shows: for each partial program of the family (one branch
 alone, an off-by-one threshold, the wrong remainder, ...) the shown tests contain two inputs where it agrees
@@ -174,6 +177,12 @@ class CodeTask(Task):
         """Whether the answer passes every shown and every hidden test."""
         inputs = problem.inputs + problem.hidden_inputs
         return execute(answer, inputs) == list(problem.outputs + problem.hidden_outputs)
+
+    def equals_target(self, problem: CodeProblem, answer: str) -> bool:
+        """Whether the answer computes the target: the same output on every one of the 31 inputs of the domain
+        (so it passes every shown and every hidden test too). A program that fits the shown tests and differs
+        elsewhere is not the target; a rewrite of it (`1+x` for `x+1`) is."""
+        return execute(answer, DOMAIN) == execute(problem.target, DOMAIN)
 
     def default_answer_tokens(self) -> int:
         return MAX_ANSWER_CHARS + 1  # the longest demonstration answer and its end

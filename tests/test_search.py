@@ -12,6 +12,7 @@ from model import GPT, GPTConfig
 from sample import Generation
 from tasks import get_task
 from tasks import tokenizer as tok
+from tasks.code import DOMAIN, execute
 
 
 def tiny_model(seed=0):
@@ -55,6 +56,33 @@ def test_population_counts_every_answer_and_stops_at_the_budget():
     solved = search.Population(task, p, budget=10, m=1)
     solved.add(["7", p.target, "x"])
     assert solved.solved_at == 2 and solved.used == 2 and solved.done
+
+
+def test_population_is_solved_by_the_target_not_by_the_shown_tests():
+    """On the code task a program that passes every shown test but differs from the target elsewhere does not solve:
+    the search goes on (reward_solved_at records it) until a program equal to the target, here a rewrite of it,
+    which is the kept program. A task that cannot check its target (toy) solves by its reward, as before."""
+    task = get_task("code")
+    p = task.problems("test", 1, seed=0)[0]
+    x0 = next(x for x in DOMAIN if x not in p.inputs)
+    fits = f"99 if x=={x0} else ({p.target})"        # every shown test passes; wrong at x0
+    assert task.solved(task.score(p, fits)) and execute(p.target, [x0]) != [99]
+    rewrite = f"({p.target})"
+    pop = search.Population(task, p, budget=10, m=1)
+    pop.add(["7", fits, "x"])
+    assert pop.solved_at is None and pop.reward_solved_at == 2 and pop.used == 3 and not pop.done
+    pop.add([rewrite, "x+1"])
+    assert pop.solved_at == 4 and pop.used == 4 and pop.done
+    assert pop.result(best=True) == {"solved_at": 4, "solved_by": "target", "reward_solved_at": 2, "used": 4,
+                                     "population": 4, "best": rewrite}
+    unsolved = search.Population(task, p, budget=10, m=1)
+    unsolved.add([fits, "7"])
+    assert unsolved.result(best=True)["best"] == fits and unsolved.result()["solved_at"] is None
+    toy = get_task("toy")
+    q = toy.problems("test", 1, seed=0)[0]
+    pop = search.Population(toy, q, budget=10, m=3)
+    pop.add(["left", "middle", "right"])
+    assert pop.result() == {"solved_at": 2, "solved_by": "reward", "reward_solved_at": 2, "used": 2, "population": 2}
 
 
 def test_population_in_samples_charges_one_per_completion():

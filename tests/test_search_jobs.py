@@ -7,6 +7,7 @@ import pytest
 
 from results import plan, report_code
 from tasks import get_task
+from tasks.code import DOMAIN
 
 
 def test_hard_problems_are_those_no_checkpoint_solved():
@@ -92,19 +93,32 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     content = res(5, 20, None)
     content["results"][0]["best"] = target
     search_jobs.write_json(evolve, content)
+    # GRPO seed 0's search kept for problem 13 a program that passes every shown and hidden test and is not the target
+    p13 = get_task("code").problems("test", 20, seed=0)[13]
+    x0 = next(x for x in DOMAIN if x not in p13.inputs + p13.hidden_inputs)
+    content = res(None, 12, 10)
+    content["results"][2]["best"] = f"99 if x=={x0} else ({p13.target})"
+    search_jobs.write_json(path_of("evolve", "grpo", 0), content)
     lines = report_code.search_section(cfg, out)
     # distinct answers: over unsolved problems only; the best program's tests: per seed, over every problem (VPO
-    # seed 0 kept the target for problem 11 and nothing elsewhere: 1/3)
-    assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | 0.333 / 0.000 |" in lines
-    assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) | 40 | 0.000 / 0.000 |" in lines
-    assert "| VPO sampling | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | - |" in lines
+    # seed 0 kept the target for problem 11 and nothing elsewhere: 1/3; GRPO seed 0 the program for 13: 1/3)
+    # kept solving programs equal to the target, per seed: VPO seed 0 kept the target for problem 11 and nothing for
+    # problem 12 (2 solved), seed 1 nothing (1 solved); GRPO seed 0 none of its 2 (13's passes the hidden tests
+    # only); sampling runs keep no programs
+    assert "| VPO search | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | 0.333 / 0.000 | 1 of 2 / 0 of 1 |" in lines
+    assert "| GRPO search | 2 | 0 / 0 (0.0) | 2 / 0 (1.0) | 40 | 0.333 / 0.000 | 0 of 2 / 0 of 0 |" in lines
+    assert "| VPO sampling | 2 | 1 / 0 (0.5) | 2 / 1 (1.5) | 40 | - | keeps no programs |" in lines
+    # these files record no rule: solved meant every shown test passes
+    assert any(line.startswith("Solved in these files means the first program that passes every shown test")
+               for line in lines)
     assert "| search | 27 | 1 | 1 | 1 |" in lines                      # VPO only, GRPO only, both
     assert "| search | 9 | 1 | 0 | 0 |" in lines
     # which problems, by which RL seed (answers spent), and the searches' programs checked on the hidden tests
     row = next(line for line in lines if line.startswith("| 12 |"))
-    assert row.endswith("| s0 (12) | s0 (20), s1 (27) | s0 (12) | s0 (20), s1 (27) | - |")
-    assert next(line for line in lines if line.startswith("| 11 |")).endswith("| - | s0 (5) | - | s0 (5) | 1 / 1 |")
-    assert next(line for line in lines if line.startswith("| 13 |")).endswith("| s0 (10) | - | s0 (10) | - | - |")
+    assert row.endswith("| s0 (12) | s0 (20), s1 (27) | s0 (12) | s0 (20), s1 (27) | - | - |")
+    row = {p: next(line for line in lines if line.startswith(f"| {p} |")) for p in (11, 13)}
+    assert row[11].endswith("| - | s0 (5) | - | s0 (5) | 1 / 1 | 1 / 1 |")
+    assert row[13].endswith("| s0 (10) | - | s0 (10) | - | 1 / 1 | 0 / 1 |")   # passes the hidden tests, not the target
     # the plan's test at the full budget: 1 : 1 discordant problems, p = 1, Holm (one pair) rejects nothing
     assert "| search | VPO − GRPO | 1 | 1 | 2 | 1.0000 | no difference detected at this power |" in lines
     assert "| sampling | VPO − GRPO | 1 | 1 | 2 | 1.0000 | descriptive |" in lines
@@ -125,3 +139,62 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     # and no verdict is read until every seed of both methods has searched
     lines = report_code.search_section(cfg, out)
     assert "| search | VPO − GRPO | 1 | 1 | 2 | 1.0000 | waiting for every seed of every pair (Holm) |" in lines
+
+
+def test_target_solved_counts_kept_programs_equal_to_the_target():
+    """A hand-made evolve run on three test problems: problem 0 kept a rewrite of its target (solved at 40),
+    problem 1 a program that passes every shown and hidden test but differs from the target on one other input
+    (solved at 10), problem 2 nothing solved. Only problem 0 equals its target; within 20 answers none does. A
+    sampling run keeps no programs: None."""
+    from results import search_jobs
+    from tasks.code import execute
+    task = get_task("code")
+    problems = task.problems("test", 3, seed=0)
+    p1 = problems[1]
+    x0 = next(x for x in DOMAIN if x not in p1.inputs + p1.hidden_inputs)
+    fits = f"99 if x=={x0} else ({p1.target})"
+    assert task.solved_hidden(p1, fits) and execute(p1.target, [x0]) != [99]
+    run = {"kind": "evolve", "problems": [0, 1, 2],
+           "results": [{"solved_at": 40, "best": f"({problems[0].target})"}, {"solved_at": 10, "best": fits},
+                       {"solved_at": None, "best": "x"}]}
+    assert search_jobs.solved_within(run) == {0, 1}
+    assert search_jobs.target_solved(run, task, problems) == {0}
+    assert search_jobs.target_solved(run, task, problems, budget=20) == set()
+    assert search_jobs.target_solved(run, task, problems, budget=40) == {0}
+    assert search_jobs.target_solved({"kind": "sample", **{k: run[k] for k in ("problems", "results")}}, task,
+                                     problems) is None
+    no_kind = {"problems": [0], "results": [{"solved_at": 3, "used": 3}]}   # no kind, no program kept: sampling
+    assert search_jobs.target_solved(no_kind, task, problems) is None
+    # the rule a file counted by: none recorded is the shown tests ("reward"); a file never mixes two
+    assert search_jobs.solved_rule(run) == "reward"
+    assert search_jobs.solved_rule({"results": [{"solved_at": 4, "solved_by": "target"}]}) == "target"
+    with pytest.raises(ValueError, match="mixes"):
+        search_jobs.solved_rule({"results": [{"solved_by": "target"}, {"solved_by": "reward"}]})
+
+
+def test_the_committed_hard_targets_are_the_hard_problems():
+    """hard_targets.json beside each committed hard.json holds what the generator draws for the hard problems (v1's
+    from its committed problems.json), each target's table on the domain; and checked from these files alone
+    (results/kept_programs.py), the kept programs give the same counts as the report's (target_solved)."""
+    from results import kept_programs, search_jobs
+    from tasks.code import execute
+    out = os.path.dirname(plan.__file__)
+    for _, key in plan.CODE_PLANS:
+        hard_path = search_jobs.path_of(out, plan.FULL, key, "hard")
+        hard = plan.read_json(hard_path)
+        problems = plan.code_problems(plan.FULL, out, plan.FULL[key]["group"], hard["screened"])
+        committed = plan.read_json(search_jobs.targets_path(hard_path))
+        assert committed == {"hard": "hard.json", **search_jobs.hard_targets(problems, hard)}, key
+        assert [row["index"] for row in committed["problems"]] == hard["problems"]
+        for row in committed["problems"]:
+            assert row["table"] == execute(row["target"], DOMAIN)
+            assert [row["table"][x - DOMAIN[0]] for x in row["inputs"] + row["hidden_inputs"]] == \
+                row["outputs"] + row["hidden_outputs"]
+        counts = kept_programs.kept_counts(search_jobs.search_dir(out, plan.FULL, key), committed)
+        task = plan.code_task(plan.FULL, plan.FULL[key]["group"])
+        found, _ = search_jobs.read_searches(plan.FULL, out, key)
+        for slug, runs in found["evolve"].items():
+            for r in runs:
+                solved, same, _, _ = counts[(slug, r["rl_seed"])]
+                assert solved == len(search_jobs.solved_within(r)), (key, slug)
+                assert same == len(search_jobs.target_solved(r, task, problems)), (key, slug)

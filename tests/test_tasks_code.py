@@ -182,6 +182,48 @@ def test_each_test_case_is_scored_independently():
     assert not TASK.solved_hidden(p, "2*x+1") and not TASK.solved_hidden(p, "x.real")
 
 
+def test_equals_target_asks_for_the_whole_domain():
+    """Solved (Task.solves) on the code task means the target: the same outputs on all 31 inputs. A program
+    that passes every shown and every hidden test and differs elsewhere is not solved; a rewrite of the target
+    is, however it is written. Worked by hand on hand_problem (shown inputs -2..10, hidden -5, 1, 12)."""
+    p = hand_problem()
+    assert TASK.checks_target and TASK.solved_rule == "target"
+    for rewrite in ("2*x+1 if x<3 else 5", "5 if x>=3 else x+x+1", "min(2*x+1,5)", "min(1+2*x,5)",
+                    "2*x+1 if x<2 else 5", "(2*x+1) if (x<3) else 5", "min(x+x+1,5)"):
+        assert TASK.equals_target(p, rewrite) and TASK.solves(p, rewrite), rewrite
+    # right on every shown and hidden input, wrong at x = 15 and at x = -15 (neither is shown or hidden)
+    for wrong in ("99 if x==15 else min(2*x+1,5)", "min(max(2*x+1,-27),5)", "min(2*x+1,5) if x>-15 else 0"):
+        assert TASK.solved(TASK.score(p, wrong)) and TASK.solved_hidden(p, wrong), wrong
+        assert not TASK.equals_target(p, wrong) and not TASK.solves(p, wrong), wrong
+    overfit = "5 if x==1 or x>2 else 2*x+1"   # right on the shown inputs, wrong on the hidden x = 1
+    assert TASK.solved(TASK.score(p, overfit)) and not TASK.solves(p, overfit)
+    for junk in ("", "x.real", "2*x+1 if", "2*x+1", "5"):
+        assert not TASK.equals_target(p, junk) and not TASK.solves(p, junk), junk
+    # the generator's rewrites are the target, its partial programs are not
+    for q in TASK.problems("test", 20, seed=0):
+        assert all(TASK.equals_target(q, r) for r in q.rewrites) and not any(TASK.equals_target(q, r)
+                                                                             for r in q.partials)
+    # x+1 and 1+x are one function; x+1 if x<15 else 0 fits x+1 on every input but 15
+    q = CodeProblem(target="x+1", family="hand", inputs=(0, 1), outputs=(1, 2), hidden_inputs=(), hidden_outputs=(),
+                    rewrites=(), partials=())
+    assert TASK.solves(q, "1+x") and not TASK.solves(q, "x+1 if x<15 else 0")
+
+
+def test_tasks_that_cannot_check_the_target_keep_their_rule():
+    """The maze and toy tasks: their reward defines the target (the maze: reach E within the budget; the toy: the
+    largest w*ᵀr), so solves() is solved(score) and they report the rule "reward"."""
+    for name, answers in (("toy", ["left", "middle", "right", "up", ""]), ("maze", ["", "RRDD", "DDDDRRRR"])):
+        task = get_task(name)
+        assert not task.checks_target and task.solved_rule == "reward"
+        problem = task.problems("test", 1, seed=0)[0]
+        assert task.equals_target(problem, answers[0]) is None
+        for a in answers:
+            assert task.solves(problem, a) == task.solved(task.score(problem, a)), (name, a)
+    toy = get_task("toy")
+    problem = toy.problems("test", 1, seed=0)[0]
+    assert toy.solves(problem, "middle") and not toy.solves(problem, "left")
+
+
 def test_score_rollouts_masks_duplicates_and_missing_answers():
     p = hand_problem()
     completions = [f"2*x+1 if x<3 else 5{SEP}2*x+1 if x<3 else 5{SEP} 5 ",   # duplicate in slot 1

@@ -146,3 +146,47 @@ def pooled_brute_force(task, m, ks):
         for k in ks:
             out[k] += np.mean([max(sub) for sub in itertools.combinations(scores, k)]) / len(SCRIPTS[m])
     return out
+
+
+class ScriptedTarget(Scripted):
+    """Scripted with a target it can check: H is the target; M solves by the reward (w*ᵀr = 0.6) and is not."""
+    name = "scripted_target"
+
+    def equals_target(self, problem, answer):
+        return answer == "H"
+
+
+def test_evaluate_counts_the_target_in_its_own_column(monkeypatch):
+    """A task that checks its target gets pass_target@k, pooled_pass_target@k and solved_target_per_problem beside
+    pass@k, which keeps counting answers solved by the reward (M and H). Worked by hand, m = 1 (4 rollouts) and
+    m = 3 (2 rollouts of 3); a task that cannot check the target gets none of these keys."""
+    scripts = {1: {"p0": ["M", "H", "H", "x"], "p1": ["M", "M", "L", "R"]},
+               3: {"p0": [f"L{SEP}H{SEP}H", f"M{SEP}x{SEP}L"], "p1": [f"M{SEP}R{SEP}L", f"x{SEP}{SEP}M"]}}
+    hand = {  # m = 1: H in 2 of p0's 4 rollouts, none of p1's; solved by the reward: 3 of 4 and 2 of 4
+        1: {"pass_target@k": {1: (2 / 4 + 0) / 2, 2: (1 - 1 / 6 + 0) / 2},
+            "pooled_pass_target@k": {1: (2 / 4 + 0) / 2, 2: (1 - 1 / 6 + 0) / 2},
+            "pass@k": {1: (3 / 4 + 2 / 4) / 2, 2: (1 + 1 - 1 / 6) / 2},
+            "solved_target_per_problem": [2, 0], "solved_per_problem": [3, 2]},
+            # m = 3: p0's first rollout holds H (its repeat is masked), its second does not; in the pool H fills 2
+            # of 6 slots (a repeat solves too): pooled pass@3 = 1 - C(4, 3) / C(6, 3) = 0.8
+        3: {"pass_target@k": {3: (1 / 2 + 0) / 2, 6: (1 + 0) / 2},
+            "pooled_pass_target@k": {1: (2 / 6 + 0) / 2, 3: (0.8 + 0) / 2, 6: (1 + 0) / 2},
+            "pass@k": {3: (1 + 1) / 2, 6: (1 + 1) / 2},
+            "solved_target_per_problem": [1, 0], "solved_per_problem": [2, 2]},
+    }
+    for m, ks in ((1, [1, 2]), (3, [3, 6])):
+        def scripted_rollout(model, task_, problems, m_, num_samples, temperature, generator=None, top_p=None,
+                             weights=None, seeds=None, amp=True):
+            texts = [t for p in problems for t in scripts[m][p]]
+            scored = [task_.score_rollouts(p, scripts[m][p], m_) for p in problems]
+            return (None, None, texts, torch.from_numpy(np.stack([r for r, _ in scored])),
+                    torch.from_numpy(np.stack([a for _, a in scored])))
+        monkeypatch.setattr(evaluate, "rollout", scripted_rollout)
+        answers = len(scripts[m]["p0"]) * m
+        metrics, _ = evaluate.evaluate(torch.nn.Linear(1, 1), ScriptedTarget(), ["p0", "p1"], m, ks, answers)
+        for key, want in hand[m].items():
+            assert metrics[key] == pytest.approx(want, abs=1e-9), (m, key)
+        plain, _ = evaluate.evaluate(torch.nn.Linear(1, 1), Scripted(), ["p0", "p1"], m, ks, answers)
+        assert not {"pass_target@k", "pooled_pass_target@k", "solved_target_per_problem"} & set(plain)
+        assert plain["pass@k"] == metrics["pass@k"]
+        assert "pass_target@k" in evaluate.format_table(metrics) and "pass_target@k" not in evaluate.format_table(plain)
