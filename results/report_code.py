@@ -252,7 +252,9 @@ def search_section(cfg, out, key="search"):
                    ["distinct answers per unsolved problem", "best program's tests passed",
                     "kept solving programs equal to the target"], rows) + [""]
     lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped),
-                            seeds=len(group["seeds"]))
+                            seeds=len(group["seeds"]),
+                            target=lambda slug: [target_solved({**r, "kind": "evolve"}, task, problems)
+                                                 for r in found["evolve"][slug]])
     return lines + solved_problems_table(found, task, problems)
 
 
@@ -278,7 +280,7 @@ def rule_lines(found, targets, out):
             + where, ""]
 
 
-def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None):
+def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, target=None):
     """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
     budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
     the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
@@ -342,7 +344,7 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None):
               "what varies between two methods is the training run; where it disagrees with the run-level test "
               "below, the run-level test is the reading:", ""]
     lines += table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]
-    lines += run_level_search_lines(found, s, solved)
+    lines += run_level_search_lines(found, s, solved, target)
     rows = []
     for a, b in s["pairs"]:
         if a in found["evolve"] and b in found["evolve"]:
@@ -359,27 +361,27 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None):
     return lines
 
 
-def run_level_search_lines(found, s, solved):
+def run_level_search_lines(found, s, solved, target=None):
     """The search compared with the training run as the unit (results/runstats.py): per pair of the plan and per
     kind (search, sampling), problems solved per run at the full budget, the exact permutation test of the method
     labels over runs and Welch's interval; then, for the search, what leaving each run out does to it and to the
-    pre-registered sign test over problems. solved(kind, slug) -> one set of solved problems per run."""
-    from results.search_jobs import HOW, NAMES
+    pre-registered sign test over problems. solved(kind, slug) -> one set of solved problems per run; target(slug)
+    -> the same for the search's kept programs equal to the target (a row "search, equal to the target")."""
+    from results.search_jobs import NAMES
     from search import discordant_test, solved_only_by
     rows, out_rows = [], []
-    for kind in ("evolve", "sample"):
+    sources = [("search", "evolve", lambda slug: solved("evolve", slug)),
+               ("sampling", "sample", lambda slug: solved("sample", slug))]
+    sources += [("search, equal to the target", "evolve", target)] if target else []
+    for how, kind, get in sources:
         for a, b in s["pairs"]:
             if a not in found[kind] or b not in found[kind]:
                 continue
-            sa, sb = solved(kind, a), solved(kind, b)
-            na, nb = [len(x) for x in sa], [len(x) for x in sb]
-            if min(len(na), len(nb)) < 2:
+            sa, sb = get(a), get(b)
+            if min(len(sa), len(sb)) < 2:
                 continue
-            c = label_comparison(na, nb, NAMES[a], NAMES[b])
-            rows.append([HOW[kind], f"{NAMES[a]} − {NAMES[b]}", " / ".join(map(str, na)), " / ".join(map(str, nb)),
-                         signed(c.mean, 2), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}",
-                         f"{c.floor:.3g}", c.reading])
-            if kind != "evolve":
+            rows.append([how, f"{NAMES[a]} − {NAMES[b]}"] + label_cells(sa, sb, a, b))
+            if how != "search":
                 continue
             for arm, i in [("a", i) for i in range(len(sa))] + [("b", i) for i in range(len(sb))]:
                 ka = [x for j, x in enumerate(sa) if not (arm == "a" and j == i)]
@@ -405,6 +407,16 @@ def run_level_search_lines(found, s, solved):
         lines += table(["A − B", "run left out", "difference", "p (runs)", "problems only A / only B",
                         "p (sign test, problems)"], out_rows) + [""]
     return lines
+
+
+def label_cells(sa, sb, a, b):
+    """Per-run counts of two arms' solved sets, the difference, Welch's interval, the exact label test's p, its
+    floor and the reading (results/runstats.py)."""
+    from results.search_jobs import NAMES
+    na, nb = [len(x) for x in sa], [len(x) for x in sb]
+    c = label_comparison(na, nb, NAMES[a], NAMES[b])
+    return [" / ".join(map(str, na)), " / ".join(map(str, nb)), signed(c.mean, 2),
+            f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", f"{c.floor:.3g}", c.reading]
 
 
 def solved_problems_table(found, task, problems):

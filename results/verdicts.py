@@ -31,11 +31,12 @@ def paired_row(question, metric, a, b, name_a, name_b, need):
 def search_rows(cfg, out, key="search_rep"):
     """Problems the search solved per run at the full budget, per pair of the plan: the run-level row and the
     registered sign test over problems (Holm over the pairs)."""
-    from results.search_jobs import NAMES, read_searches, solved_within
+    from results.plan import code_problems, code_task
+    from results.search_jobs import NAMES, read_searches, solved_within, target_solved
     from search import discordant_test, holm, solved_only_by
     if key not in cfg:
         return []
-    found, _ = read_searches(cfg, out, key)
+    found, hard = read_searches(cfg, out, key)
     s, rows, ps = cfg[key], [], []
     for a, b in s["pairs"]:
         sa, sb = ([solved_within(r) for r in found["evolve"].get(slug, [])] for slug in (a, b))
@@ -54,6 +55,15 @@ def search_rows(cfg, out, key="search_rep"):
         who = row[0].split(": ")[1].split(" − ")
         row[-1] = (f"{who[0] if na > nb else who[1]} ahead, {max(na, nb)} against {min(na, nb)} problems, p = {p:.2g}"
                    if reject else f"no difference, {na} against {nb} problems, p = {p:.2g}")
+    if rows and hard:  # the same per run, counting only kept programs equal to the target (no registered reading)
+        task, problems = code_task(cfg, s["group"]), code_problems(cfg, out, s["group"], hard["screened"])
+        for a, b in s["pairs"]:
+            sa, sb = ([len(target_solved({**r, "kind": "evolve"}, task, problems)) for r in found["evolve"][slug]]
+                      for slug in (a, b))
+            c = label_comparison(sa, sb, NAMES[a], NAMES[b])
+            rows.append([f"search: {NAMES[a]} − {NAMES[b]}", "the same, programs equal to the target",
+                         " / ".join(map(str, sa)) + " against " + " / ".join(map(str, sb)), signed(c.mean, 1),
+                         f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading, "-"])
     return rows
 
 

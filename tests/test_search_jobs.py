@@ -132,6 +132,10 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
     # leaving VPO's seed 0 out: one run against two (no run-level test); only VPO's remaining run solves nothing
     # that GRPO's never do, GRPO's seed 0 solves 13 -> 0 against 1 over problems
     assert "| VPO − GRPO | VPO s0 | - | - | 0 against 1 | 1 |" in lines
+    # under the target rule only VPO seed 0's kept program counts (GRPO seed 0's for 13 is not the target): 1, 0
+    # against 0, 0
+    assert any(line.startswith("| search, equal to the target | VPO − GRPO | 1 / 0 | 0 / 0 | +0.50 |")
+               for line in lines)
     # a chunk missing: that seed's search is left out until it is done
     os.remove(path_of("evolve", "grpo", 1))
     found, _ = search_jobs.read_searches(cfg, out)
