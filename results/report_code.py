@@ -87,6 +87,10 @@ def replicate_section(cfg, out, group, runs, bases):
              "problems as v2):", ""]
     lines += step_table(runs, "pass@k", KS[1:], bases) + [""]
     lines += target_lines(runs, KS[1:], bases)
+    lines += ["Diversity of the searched weights' answers at each evaluation step (the mean pairwise L1 distance "
+              "between reward vectors):", ""]
+    lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("distinct_rate", None, "distinct")],
+                               bases) + [""]
     rows = []
     for label, rs in runs.items():
         for r in rs:
