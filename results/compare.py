@@ -174,6 +174,19 @@ class InProcess:
         return False
 
 
+def base_file(argv, out_dir):
+    """The checkpoint a run starts from: its --init, or the cached warm start as train.py resolves it on the run's
+    device (results/reproduce.py's base_path assumes the CPU)."""
+    import train
+    from runs.checks import check_method
+    from runs.cli import make_task, pick_device
+    args = train.get_parser().parse_args(argv + ["--out_dir", out_dir])
+    if args.init:
+        return args.init
+    check_method(args, make_task(args.task, args.task_opt))
+    return train.base_path(args, pick_device(args.device))
+
+
 def pending(setup, out):
     """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
     return [(algo, seed) for seed in range(setup.runs) for algo in setup.algos
@@ -185,11 +198,11 @@ def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
     rule). job(argv, out_dir, log) -> exit code: one run (default reproduce.train_job, which resumes a run that
     has a checkpoint). echo: one line per finished run. -> [(algo, seed)] of the runs that failed."""
-    from results.reproduce import base_path, cache_key, train_job
+    from results.reproduce import cache_key, train_job
     job = job or train_job
     todo, total, failed, t0 = pending(setup, out), setup.runs * len(setup.algos), [], time.perf_counter()
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
-    bases = {run: base_path({"argv": setup.argv(*run), "dir": ""}, out) for run in todo}   # out/runs/base/KEY
+    bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
     saved = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = "1"   # the workers inherit it before they import torch
     pool = InProcess() if in_process else cf.ProcessPoolExecutor(
@@ -284,12 +297,14 @@ def paired_rows(runs, a, b, key):
 
 
 def reading_note(n):
+    """What the run-level columns are, and what n paired runs can show."""
     floor = smallest_p(n)
-    return (f"The run is the unit: each cell is one pair of runs with the same seed. The interval is Student's t "
-            f"over the {n} paired differences; p is the exact sign-flip test over them. With {n} pairs the smallest "
-            f"possible p is {floor:.3g}" + (", so no difference can reach p < 0.05: the reading is \"too few runs for "
-            "a test\" whatever the numbers." if floor > 0.05 else ".") + " \"detectable\" is the smallest true "
-            "difference this many runs would find with 80% power at α = 0.05, given the spread of the differences.")
+    tail = (", so no difference can reach p < 0.05: the reading is \"too few runs for a test\" whatever the numbers."
+            if floor > 0.05 else ".")
+    return (f"The run is the unit: every difference is between two runs with the same seed. The interval is "
+            f"Student's t over the {n} paired differences, and p is the exact sign-flip test over them. With {n} "
+            f"pairs the smallest possible p is {floor:.3g}{tail} \"detectable\" is the smallest true difference this "
+            f"many runs would find with 80% power at α = 0.05, given the spread of the differences.")
 
 
 def verdict_lines(runs, first):
