@@ -31,7 +31,7 @@ from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, load_model, number, \
-    set_deterministic
+    set_deterministic, task_name
 from runs.dirs import base_dir, create_run_dir, machine, save_run_checkpoint, truncate_logs
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
@@ -58,7 +58,9 @@ def get_parser():
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument_group("run")
     a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method (vpo.METHODS, or sft alone)")
-    a.add_argument("--task", default="maze", choices=TASKS, help="vector-reward task")
+    a.add_argument("--task", default="maze", type=task_name,
+                   help=f"vector-reward task: {', '.join(TASKS)}, or MODULE:CLASS (a tasks.Task subclass defined "
+                        "elsewhere, importable from the Python path)")
     a.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE",
                    help="task option, e.g. num_tests=16 for code or answer_tokens=40 for any task (repeatable)")
     a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")

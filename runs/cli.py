@@ -13,7 +13,7 @@ import torch
 
 import vpo
 from model import CheckpointError, load_checkpoint
-from tasks import get_task
+from tasks import TASKS, get_task, is_task_name
 
 MAX_PROBLEMS = 10_000        # the most problems a command draws at once (toy has 1222 test problems)
 MAX_SEED = 2**32 - 1
@@ -45,6 +45,15 @@ def number(cast=float, low=-math.inf, high=math.inf, above=None):
         return x
     parse.__name__ = cast.__name__
     return parse
+
+
+def task_name(text):
+    """An argparse type for --task: a task of tasks.TASKS, or MODULE:CLASS for a tasks.Task subclass defined
+    elsewhere (importable from the Python path; built, and so checked, by make_task)."""
+    if not is_task_name(text):
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(TASKS)}, or MODULE:CLASS "
+                                         f"for a tasks.Task subclass on the Python path)")
+    return text
 
 
 COUNT = number(int, 1)                     # a positive integer

@@ -10,7 +10,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-COMMANDS = {"train", "search", "results.reproduce", "bench.bench", "bench.peer_trl_grpo", "bench.peer_generate"}
+COMMANDS = {"train", "search", "results.reproduce", "results.compare", "bench.bench", "bench.peer_trl_grpo",
+            "bench.peer_generate"}
 LEAVES = {"vpo": set(), "tasks": {"tasks"}}  # vpo.py and tasks/ import nothing else of ours
 
 

@@ -1,0 +1,448 @@
+"""
+Does VPO beat GRPO on your task? Train every method several times from one cached warm start, evaluate every run on
+the same held-out problems along training, and compare the methods with the training run as the unit.
+
+    python -m results.compare --task toy --algos grpo,vpo --runs 3 --steps 60 --eval_every 20 --out out/cmp-toy
+    python -m results.compare --task mytasks:Lines --algos grpo,vpo,max_at_k --runs 6 --jobs 2 --lr 1e-4
+    python -m results.compare --task maze --quick       # a tiny model: the whole pipeline in about a minute
+
+Run r of every method is train.py with --seed r, in a worker process with one torch thread, at most --jobs at a
+time; every other train.py flag is passed to every run. The layout of --out DIR:
+    config.json    the train.py settings every run shares (a later call with other settings is refused)
+    runs/          train.py's --out_dir: the cached warm start (runs/base/) and one directory per run, ALGO-sSEED
+    logs/          each run's output, ALGO-sSEED.log
+    compare.md     the verdict, the configuration, per method and step mean ± std over runs, and the paired
+                   differences of every method against the first of --algos, run by run (results/runstats.py)
+    best_at_k.png, over_training.png   the figures
+Resumable: a run whose summary.json exists is skipped, an interrupted one is resumed from its checkpoint.
+docs/compare.md says how to read compare.md.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import multiprocessing
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from results.plan import QUICK, at_step, eval_steps, read_json, read_jsonl_or_empty, value
+from results.runstats import paired_comparison, signed, smallest_p
+from results.tables import step_table, table
+from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OWNED = ("algo", "seed", "run_name", "out_dir", "resume", "overwrite")   # train.py flags this command sets per run
+QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
+METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
+           "E_w[best@k]": "E_w[best@k]"}
+PAIRED = ("pooled_best@k", "pass@k", "E_w[best@k]")   # the metrics whose paired differences compare.md tabulates
+HEADLINE = "pooled_best@k"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a comparison trains: the methods (the first is the one every other is compared against), the runs per
+    method (run r uses --seed r), and the train.py flags every run shares."""
+    algos: tuple
+    runs: int
+    train_args: tuple
+
+    def argv(self, algo, seed):
+        """train.py's command line of one run, without --out_dir; each method's run 0 also evaluates the base."""
+        return [*self.train_args, "--algo", algo, "--seed", str(seed), "--run_name", run_name(algo, seed),
+                *(["--no_base_eval"] if seed else []), "--quiet"]
+
+
+def run_name(algo, seed):
+    return f"{algo}-s{seed}"
+
+
+def run_path(out, algo, seed):
+    return os.path.join(out, "runs", run_name(algo, seed))
+
+
+# --------------------------------------------------------------------------------------------- command line
+def get_parser():
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+               epilog="Any other train.py flag (python train.py --help) is passed to every run.")
+    p.add_argument("--task", default="maze", type=task_name, help="toy, maze, code, or MODULE:CLASS (your Task)")
+    p.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE", help="task option (repeatable)")
+    p.add_argument("--algos", default="grpo,vpo", help="methods of vpo.METHODS, comma-separated; every other one is "
+                   "compared against the first (default grpo,vpo)")
+    p.add_argument("--runs", type=COUNT, default=3, help="runs per method, seeds 0..N-1 (at least 2; an exact test "
+                   "reaches p < 0.05 from 6)")
+    p.add_argument("--steps", type=COUNT, default=None, help=f"RL steps of every run (default train.py's; --quick "
+                   f"{QUICK_STEPS})")
+    p.add_argument("--eval_every", type=number(int, 0), default=None, help=f"evaluate every N steps (default "
+                   f"train.py's; --quick {QUICK_EVAL_EVERY})")
+    p.add_argument("--jobs", type=COUNT, default=2, help="runs at a time, one torch thread each")
+    p.add_argument("--out", default=None, help="output directory (default out/compare-TASK, -quick with --quick)")
+    p.add_argument("--quick", action="store_true", help="a tiny model (results/plan.py's QUICK settings)")
+    return p
+
+
+def parse_command(argv):
+    """-> (Setup, out, jobs); a mistake raises UsageError."""
+    import train
+    import vpo
+    args, rest = get_parser().parse_known_args(argv)
+    algos = tuple(a.strip() for a in args.algos.split(","))
+    unknown = [a for a in algos if a not in vpo.METHODS]
+    if unknown:
+        raise UsageError(f"--algos: unknown method {unknown[0]!r} (methods: {', '.join(vpo.METHODS)})")
+    if len(algos) < 2 or len(set(algos)) < len(algos):
+        raise UsageError(f"--algos needs at least two different methods to compare, got {args.algos!r}")
+    if args.runs < 2:
+        raise UsageError(f"--runs {args.runs}: a comparison over runs needs at least two runs of each method "
+                         f"(with one, no test is possible)")
+    owned = [k for k in OWNED if k in given_flags(train.get_parser(), rest)]   # unknown flags fail here too
+    if owned:
+        raise UsageError(f"--{owned[0]} is set by results.compare for each run; it cannot be passed through")
+    steps = args.steps or (QUICK_STEPS if args.quick else None)
+    every = args.eval_every if args.eval_every is not None else QUICK_EVAL_EVERY if args.quick else None
+    train_args = ["--task", args.task, *[a for o in args.task_opt for a in ("--task_opt", o)],
+                  *(QUICK["common"] if args.quick else []), *(["--steps", str(steps)] if steps else []),
+                  *(["--eval_every", str(every)] if every is not None else []), *rest]
+    slug = re.sub(r"[^\w.-]", "_", args.task)
+    out = args.out or os.path.join("out", f"compare-{slug}{'-quick' * args.quick}")
+    return Setup(algos, args.runs, tuple(train_args)), out, args.jobs
+
+
+def settings(setup):
+    """The train.py settings every run shares, as train.py parses them (JSON-like): what config.json records."""
+    import train
+    parsed = vars(train.get_parser().parse_args(list(setup.train_args)))
+    return json.loads(json.dumps({k: v for k, v in parsed.items() if k not in OWNED}))
+
+
+def check(setup, out):
+    """Every method's train.py command line as train.py checks it (nothing is written), and --out: new, empty, or
+    holding a comparison with the same train.py settings (--algos and --runs may differ)."""
+    import train
+    from runs.checks import prepare
+    from runs.dirs import check_out_dir
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} exists and is not a directory")
+    path = os.path.join(out, "config.json")
+    if os.path.isfile(path):
+        try:
+            saved = read_json(path)["train"]
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"--out {out}: {path} is not a results.compare configuration; choose another --out")
+        here = settings(setup)
+        for key in sorted(set(saved) | set(here)):
+            if saved.get(key) != here.get(key):
+                raise UsageError(f"--out {out} holds a comparison with --{key} {saved.get(key)!r}, here "
+                                 f"{here.get(key)!r}; choose another --out (nothing was changed)")
+    elif os.path.isdir(out) and os.listdir(out):
+        raise UsageError(f"--out {out} holds files but no config.json (not a results.compare directory); choose "
+                         f"another --out")
+    check_out_dir(os.path.join(out, "runs"))
+    with tempfile.TemporaryDirectory() as scratch:   # an empty --out_dir: train.py's checks of a new run
+        for algo in setup.algos:
+            prepare(setup.argv(algo, 0) + ["--out_dir", scratch], train.get_parser, train.RESUMABLE,
+                    lambda a: [a.num_answers * f for f in train.K_FACTORS])
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+def one_thread():
+    import torch
+    torch.set_num_threads(1)
+
+
+class InProcess:
+    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
+    def submit(self, fn, *args):
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:   # as a worker would report it
+            future.set_exception(e)
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def base_file(argv, out_dir):
+    """The checkpoint a run starts from: its --init, or the cached warm start as train.py resolves it on the run's
+    device (results/reproduce.py's base_path assumes the CPU)."""
+    import train
+    from runs.checks import check_method
+    from runs.cli import make_task, pick_device
+    args = train.get_parser().parse_args(argv + ["--out_dir", out_dir])
+    if args.init:
+        return args.init
+    check_method(args, make_task(args.task, args.task_opt))
+    return train.base_path(args, pick_device(args.device))
+
+
+def pending(setup, out):
+    """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
+    return [(algo, seed) for seed in range(setup.runs) for algo in setup.algos
+            if not os.path.isfile(os.path.join(run_path(out, algo, seed), "summary.json"))]
+
+
+def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
+    """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
+    the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
+    rule). job(argv, out_dir, log) -> exit code: one run (default reproduce.train_job, which resumes a run that
+    has a checkpoint). echo: one line per finished run. -> [(algo, seed)] of the runs that failed."""
+    from results.reproduce import cache_key, train_job
+    job = job or train_job
+    todo, total, failed, t0 = pending(setup, out), setup.runs * len(setup.algos), [], time.perf_counter()
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"   # the workers inherit it before they import torch
+    pool = InProcess() if in_process else cf.ProcessPoolExecutor(
+        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread)
+    try:
+        with pool:
+            running = {}
+            while todo or running:
+                busy = {cache_key(bases[run]) for run in running.values()}
+                for run in list(todo):
+                    if len(running) >= jobs:
+                        break
+                    if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
+                        continue
+                    todo.remove(run)
+                    busy.add(cache_key(bases[run]))
+                    log = os.path.join(out, "logs", f"{run_name(*run)}.log")
+                    running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
+                done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    algo, seed = running.pop(future)
+                    rc = future.result() if future.exception() is None else repr(future.exception())
+                    if rc != 0:
+                        failed.append((algo, seed))
+                    echo(f"[{time.perf_counter() - t0:5.0f} s] {algo} run {seed}: "
+                         + (progress(out, algo, seed) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
+                            f"{run_name(algo, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+    return failed
+
+
+def progress(out, algo, seed):
+    """'done: pooled best@48 0.512 at step 150' from a finished run's summary.json."""
+    summary = read_json(os.path.join(run_path(out, algo, seed), "summary.json"))
+    pooled = summary["metrics"][HEADLINE]
+    k = max(pooled, key=int)
+    return f"done: pooled best@{k} {pooled[k]:.3f} at step {summary['args']['steps']}"
+
+
+def read_runs(setup, out):
+    """{algo: [run, ...]} of the finished runs in seed order, each a dict (seed, slug, dir, summary, evals) as
+    results/plan.py reads the reproduction's runs, so that its tables and helpers read these too."""
+    found = {}
+    for algo in setup.algos:
+        for seed in range(setup.runs):
+            d = run_path(out, algo, seed)
+            if os.path.isfile(os.path.join(d, "summary.json")):
+                found.setdefault(algo, []).append({"seed": seed, "slug": algo, "dir": d,
+                                                   "summary": read_json(os.path.join(d, "summary.json")),
+                                                   "evals": read_jsonl_or_empty(os.path.join(d, "eval.jsonl"))})
+    return found
+
+
+# ------------------------------------------------------------------------------------------------- report
+def per_seed(rs, key, step):
+    """{k: {seed: key@k of that run at the step}} (json keys are strings)."""
+    out = {}
+    for r in rs:
+        metrics = at_step(r, step)
+        for k in (metrics or {}).get(key) or {}:
+            out.setdefault(int(k), {})[r["seed"]] = value(metrics, key, k)
+    return out
+
+
+def run_cells(b_values, a_values, b, a):
+    """[mean, 95% interval, exact p, reading, detectable] of b − a over the runs paired by seed."""
+    seeds = set(a_values) & set(b_values)
+    if len(seeds) < 2:
+        return [f"{np.mean([b_values[s] - a_values[s] for s in seeds]):+.3f}" if seeds else "-"] + ["-"] * 4
+    c = paired_comparison(b_values, a_values, b, a)
+    return [signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading,
+            "-" if c.detectable is None else f"{c.detectable:.3f}"]
+
+
+RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
+
+
+def paired_rows(runs, a, b, key):
+    """(seeds, rows): b − a per evaluation step and k, each run of b paired with the run of a of the same seed."""
+    seeds = sorted({r["seed"] for r in runs[a]} & {r["seed"] for r in runs[b]})
+    rows = []
+    for step in sorted(set(eval_steps(runs[a])) & set(eval_steps(runs[b]))):
+        va, vb = per_seed(runs[a], key, step), per_seed(runs[b], key, step)
+        for k in sorted(set(va) & set(vb)):
+            cells = [f"{vb[k][s] - va[k][s]:+.3f}" if s in va[k] and s in vb[k] else "" for s in seeds]
+            rows.append([str(step), f"k={k}", *cells, *run_cells(vb[k], va[k], b, a)])
+    return seeds, rows
+
+
+def reading_note(n):
+    """What the run-level columns are, and what n paired runs can show."""
+    floor = smallest_p(n)
+    tail = (", so no difference can reach p < 0.05: the reading is \"too few runs for a test\" whatever the numbers."
+            if floor > 0.05 else ".")
+    return (f"The run is the unit: every difference is between two runs with the same seed. The interval is "
+            f"Student's t over the {n} paired differences, and p is the exact sign-flip test over them. With {n} "
+            f"pairs the smallest possible p is {floor:.3g}{tail} \"detectable\" is the smallest true difference this "
+            f"many runs would find with 80% power at α = 0.05, given the spread of the differences.")
+
+
+def verdict_lines(runs, first):
+    """The headline: every other method against the first, pooled best@k at their last common step and largest k."""
+    rows = []
+    for b in runs:
+        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b])) if first in runs and b != first else ()
+        if steps:
+            va, vb = per_seed(runs[first], HEADLINE, max(steps)), per_seed(runs[b], HEADLINE, max(steps))
+            k = max(set(va) & set(vb))
+            n = len(set(va[k]) & set(vb[k]))
+            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(n), *run_cells(vb[k], va[k], b, first),
+                         f"{smallest_p(n):.3g}"])
+    if not rows:
+        return ["No two methods have finished runs yet: nothing to compare.", ""]
+    return [f"Pooled best@k at the last step and the largest k, each method against {first}, runs paired by seed:",
+            ""] + table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
+
+
+def figures(runs, bases, out, title):
+    """best_at_k.png: pooled best@k against k at the last step; over_training.png: pooled best@k at the largest k
+    along training (step 0: the warm start). Each run a faint line, the mean over runs bold."""
+    from runs.plots import plt
+    largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][HEADLINE])
+    for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
+        fig, ax = plt.subplots(figsize=(6, 4.2))
+        for i, (algo, rs) in enumerate(runs.items()):
+            last = max(eval_steps(rs))
+            if name == "best_at_k":
+                xs = sorted(int(k) for k in at_step(rs[0], last)[HEADLINE])
+                lines = [[value(at_step(r, last), HEADLINE, k) for k in xs] for r in rs if at_step(r, last)]
+                label = f"{algo}, step {last}"
+            else:
+                base = bases.get(rs[0]["summary"]["metrics"]["m"])
+                xs = ([0] if base else []) + eval_steps(rs)
+                lines = [[value(base if s == 0 else at_step(r, s), HEADLINE, largest) for s in xs] for r in rs
+                         if all(s == 0 or at_step(r, s) for s in xs)]
+                label = algo
+            for line in lines:
+                ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)
+            ax.plot(xs, np.mean(lines, axis=0), "o-", color=f"C{i}", lw=2.5, label=f"{label} (mean of {len(lines)})")
+        if name == "best_at_k":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(k) for k in xs])
+        ax.set_title(f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
+                                      f"pooled best@{largest} along training"), fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
+        plt.close(fig)
+
+
+def commit():
+    """The repository's commit ('abc1234', '+ uncommitted changes' where the work tree differs), or 'unknown'."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + (" + uncommitted changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def configuration_lines(setup, out, runs, command, started, failed):
+    """The command, dates, commit and machines, each run's train.py command line, what finished, the seconds."""
+    from runs.dirs import machine
+
+    def date(t=None):
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+    machines = sorted({r["summary"].get("machine", "?") for rs in runs.values() for r in rs})
+    seconds = [f"{a} {np.mean([r['summary']['train_seconds'] for r in rs]):.0f} + "
+               f"{np.mean([r['summary']['eval_seconds'] for r in rs]):.0f}" for a, rs in runs.items()]
+    return ["## Configuration", "", f"- Command: `{command}`",
+            f"- Written {date()}; this call started {date(started)}, the first call in this directory "
+            f"{read_json(os.path.join(out, 'config.json'))['created']}.",
+            f"- Commit {commit()}, on {machine()}; the runs recorded {'; '.join(machines)}.",
+            f"- Each run: `python train.py {shlex.join(setup.train_args)} --algo ALGO --seed R --run_name ALGO-sR "
+            f"--quiet --out_dir {os.path.join(out, 'runs')}`; runs R > 0 add --no_base_eval.",
+            "- Finished runs: " + ", ".join(f"{a} {len(runs.get(a, []))} of {setup.runs}" for a in setup.algos)
+            + (f"; failed: {', '.join(run_name(*f) for f in failed)} (see logs/)" if failed else "") + ".",
+            f"- Seconds per run, training + evaluation, mean over runs: {', '.join(seconds)}.", ""]
+
+
+def write_report(setup, out, command, started, failed=()):
+    """DIR/compare.md and the figures, from the finished runs."""
+    runs, first = read_runs(setup, out), setup.algos[0]
+    bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
+             if r["summary"].get("base_metrics")}
+    title = f"{', '.join(setup.algos)} on {read_json(os.path.join(out, 'config.json'))['train']['task']}, " \
+            f"{setup.runs} runs each"
+    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first) + [reading_note(setup.runs), ""]
+    lines += configuration_lines(setup, out, runs, command, started, failed)
+    lines += ["## Each method along training", "",
+              "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
+    for key, name in METRICS.items():
+        ks = sorted({int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"].get(key, {})})
+        if ks:
+            lines += [f"### {name}", ""] + step_table(runs, key, ks, bases) + [""]
+    lines += [f"## Paired differences against {first}", ""]
+    for b, key in [(b, key) for b in setup.algos[1:] if first in runs and b in runs for key in PAIRED]:
+        seeds, rows = paired_rows(runs, first, b, key)
+        if rows:
+            lines += [f"### {b} − {first}, {METRICS[key]}", ""] + table(
+                ["step", "k"] + [f"seed {s}" for s in seeds] + RUN_HEADER, rows) + [""]
+    lines += ["## Figures", "", "Each faint line is one run; the bold line is the mean over runs.", "",
+              "![pooled best@k against k](best_at_k.png) ![pooled best@k along training](over_training.png)", ""]
+    if runs:
+        figures(runs, bases, out, title)
+    with open(os.path.join(out, "compare.md.tmp"), "w") as f:
+        f.write("\n".join(lines))
+    os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))
+
+
+def main(argv=None, in_process=False):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    started = time.time()
+    try:
+        setup, out, jobs = parse_command(argv)
+        check(setup, out)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    path = os.path.join(out, "config.json")
+    if not os.path.isfile(path):
+        os.makedirs(out, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"train": settings(setup), "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f,
+                      indent=1)
+        os.replace(path + ".tmp", path)
+    failed = run_all(setup, out, jobs, in_process)
+    write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed)
+    print(f"compare: {time.time() - started:.0f} s; {os.path.join(out, 'compare.md')}"
+          + (f"; FAILED: {', '.join(run_name(*f) for f in failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""results/compare.py: `python -m results.compare` end to end on a tiny model, on the toy (worker processes) and on
+a task defined here (--task MODULE:CLASS, in this process); resuming skips finished runs and resumes interrupted
+ones; runs are paired by seed; every bad input is one `error:` line, exit code 2, nothing on disk changed."""
+import os
+import re
+
+import numpy as np
+import pytest
+
+from results import compare, reproduce
+from tasks import Task, get_task, in_test_split
+
+TINY = ["--algos", "grpo,vpo", "--runs", "2", "--steps", "2", "--eval_every", "1", "--n_layer", "1", "--n_head", "2",
+        "--n_embd", "32", "--block_size", "96", "--sft_steps", "3", "--sft_batch_size", "8", "--batch_size", "2",
+        "--group_size", "4", "--num_answers", "2", "--eval_problems", "2", "--eval_answers", "32"]
+
+
+class Lines(Task):
+    """A task defined outside tasks/: name m of the words a, b, ab; a scores (1, 0), b (0, 1), ab (0.4, 0.4)."""
+    name = "lines"
+    objectives = ["a", "b"]
+    deploy_weights = np.array([0.5, 0.5])
+    VECTORS = {"a": (1.0, 0.0), "b": (0.0, 1.0), "ab": (0.4, 0.4)}
+
+    def problems(self, split, n, seed):
+        ids = [i for i in range(4000) if in_test_split(f"lines {i}") == (split == "test")]
+        return [int(i) for i in np.random.default_rng([seed, split == "test"]).choice(ids, size=n, replace=False)]
+
+    def prompt(self, problem, m):
+        return f"lines {problem}: {m} of a/b/ab\n"
+
+    def demonstration(self, problem, m, rng, style="diverse"):
+        self.check_style(style)
+        return self.format_answers([list(self.VECTORS)[rng.integers(3)] for _ in range(m)])
+
+    def score(self, problem, answer):
+        return np.array(self.VECTORS.get(answer.strip(), (0.0, 0.0)), dtype=np.float32)
+
+    def solved(self, vector):
+        return bool(vector @ self.deploy_weights >= 0.5 - 1e-6)
+
+    def default_answer_tokens(self):
+        return 3
+
+
+LINES = f"{Lines.__module__}:Lines"   # whatever name pytest imported this file under
+
+
+def snapshot(root):
+    """{path: (size, mtime)} of every file under root (what a refused command must leave as it was)."""
+    return {os.path.join(d, f): (os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)
+            for d, _, files in os.walk(root) for f in files}
+
+
+def no_run_figures(mp):
+    """train.py's own figures off (they take most of a tiny run's time; compare draws its own)."""
+    import runs.plots
+    for name in ("plot_curves", "plot_best_at_k", "plot_scatter"):
+        mp.setattr(runs.plots, name, lambda *a, **k: None)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The toy, every run in this process (the worker pool: test_the_worker_pool_...)."""
+    out = tmp_path_factory.mktemp("toy") / "cmp"
+    with pytest.MonkeyPatch.context() as mp:
+        no_run_figures(mp)
+        assert compare.main(["--task", "toy", *TINY, "--out", str(out)], in_process=True) == 0
+    return out
+
+
+def test_the_toy_end_to_end(toy):
+    text = (toy / "compare.md").read_text()
+    assert text.startswith("# results.compare: grpo, vpo on toy, 2 runs each")
+    assert re.search(r"^\| vpo − grpo \| 2 \| k=32 \| 2 \| [+-]\d\.\d{3} \| \[", text, re.M)   # the verdict row
+    for algo in ("grpo", "vpo"):
+        for step in (1, 2):
+            assert re.search(rf"^\| {algo} \| {step} \| 2 \|", text, re.M), (algo, step)
+    assert "### vpo − grpo, pooled best@k" in text and "| seed 0 | seed 1 |" in text
+    assert "smallest possible p is 0.5" in text and "too few runs for a test" in text
+    for name in ("best_at_k.png", "over_training.png"):
+        assert (toy / name).stat().st_size > 2000
+    assert len(os.listdir(toy / "runs" / "base")) == 1   # one warm start, shared
+    assert "--seed 1 --run_name vpo-s1" in (toy / "logs" / "vpo-s1.log").read_text()
+
+
+def fake_run(argv, out_dir, log):
+    """A stand-in for train.py in a worker: a summary.json with the worker's pid and threads; seed 1 of vpo fails."""
+    import json
+    import torch
+    name = argv[argv.index("--run_name") + 1]
+    if name == "vpo-s1":
+        return 3
+    os.makedirs(os.path.join(out_dir, name))
+    with open(os.path.join(out_dir, name, "summary.json"), "w") as f:
+        json.dump({"metrics": {"pooled_best@k": {"1": 0.5}}, "args": {"steps": 2}, "pid": os.getpid(),
+                   "threads": [torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")]}, f)
+    return 0
+
+
+def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, capsys):
+    import json
+    setup, out, _ = compare.parse_command(["--task", "toy", *TINY, "--out", str(tmp_path)])
+    assert compare.run_all(setup, out, 2, job=fake_run) == [("vpo", 1)]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and sum("FAILED (3)" in line for line in lines) == 1
+    assert "grpo run 0: done: pooled best@1 0.500 at step 2" in "\n".join(lines)
+    summaries = [json.loads((tmp_path / "runs" / n / "summary.json").read_text()) for n in ("grpo-s0", "grpo-s1")]
+    assert all(s["pid"] != os.getpid() and s["threads"] == [1, "1"] for s in summaries)
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The argv of every train.py run compare launches (in this process)."""
+    no_run_figures(monkeypatch)
+    calls, train_job = [], reproduce.train_job
+
+    def counted(argv, out_dir, log):
+        calls.append(argv)
+        return train_job(argv, out_dir, log)
+    monkeypatch.setattr(reproduce, "train_job", counted)
+    return calls
+
+
+def test_a_task_defined_elsewhere_and_resuming(tmp_path, launches, capsys):
+    """--task MODULE:CLASS trains and compares; a second call launches nothing; a run whose summary.json is gone
+    (interrupted after its last checkpoint) is resumed, alone."""
+    assert isinstance(get_task(LINES), Lines)
+    argv = ["--task", LINES, *TINY, "--out", str(tmp_path)]
+    assert compare.main(argv, in_process=True) == 0
+    assert len(launches) == 4
+    progress = [line for line in capsys.readouterr().out.splitlines() if " run " in line]
+    assert len(progress) == 4 and all("done: pooled best@32" in line for line in progress)
+    text = (tmp_path / "compare.md").read_text()
+    assert f"on {LINES}, 2 runs each" in text and "### vpo − grpo, E_w[best@k]" in text
+    assert compare.main(argv, in_process=True) == 0 and len(launches) == 4          # every run finished: none
+    (tmp_path / "runs" / "vpo-s1" / "summary.json").unlink()
+    assert compare.main(argv, in_process=True) == 0
+    assert len(launches) == 5 and "vpo-s1" in launches[-1]
+    commands = [line for line in (tmp_path / "logs" / "vpo-s1.log").read_text().splitlines() if line[:2] == "$ "]
+    assert len(commands) == 2 and "--resume" in commands[-1]
+    assert (tmp_path / "runs" / "vpo-s1" / "summary.json").is_file()
+
+
+def run(metrics_by_step, seed):
+    """A hand-made finished run: {step: pooled best@k table}; the last step is the final evaluation."""
+    steps = sorted(metrics_by_step)
+    return {"seed": seed, "summary": {"args": {"steps": steps[-1]}, "metrics": {"pooled_best@k": metrics_by_step[
+        steps[-1]], "m": 1}}, "evals": [{"step": s, "pooled_best@k": metrics_by_step[s]} for s in steps[:-1]]}
+
+
+def test_runs_are_paired_by_seed():
+    """GRPO finished seeds 0, 1, 2 and VPO only 1 and 2: VPO's run 1 is paired with GRPO's run 1, not its first."""
+    grpo = [run({5: {"4": g}}, s) for s, g in enumerate([0.1, 0.2, 0.4])]
+    vpo = [run({5: {"4": v}}, s) for s, v in ((1, 0.5), (2, 0.6))]
+    seeds, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    assert seeds == [1, 2]
+    # seed 1: 0.5 − 0.2; seed 2: 0.6 − 0.4; mean 0.25, exact p over 2 pairs 0.5 (both signs alike)
+    assert rows == [["5", "k=4", "+0.300", "+0.200", "+0.250", rows[0][5], "0.5", "too few runs for a test", "-"]]
+    lo, hi = (float(x) for x in rows[0][5].strip("[]").split(", "))
+    half = 12.706205 * np.std([0.3, 0.2], ddof=1) / 2 ** 0.5   # t_.975,1 x sd / sqrt(n)
+    assert (lo, hi) == (pytest.approx(0.25 - half, abs=1e-3), pytest.approx(0.25 + half, abs=1e-3))
+
+
+def test_six_runs_can_reach_a_reading():
+    """With six pairs all of one sign the exact test gives 2/64 and a reading, and the detectable difference."""
+    grpo = [run({3: {"1": 0.1 * s}}, s) for s in range(6)]
+    vpo = [run({3: {"1": 0.1 * s + 0.05 + 0.01 * s}}, s) for s in range(6)]
+    _, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    assert rows[0][10:12] == ["0.0312", "vpo ahead"] and float(rows[0][12]) > 0
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--task", "chess"], "invalid choice"),
+    (["--task", "no_such_module:Task"], "no module 'no_such_module'"),
+    (["--task", "os:path"], "no Task subclass"),
+    (["--task", "toy", "--algos", "grpo,ppo"], "unknown method 'ppo'"),
+    (["--task", "toy", "--algos", "vpo"], "at least two different methods"),
+    (["--task", "toy", "--runs", "1"], "at least two runs"),
+    (["--task", "toy", "--frobnicate", "3"], "unrecognized arguments: --frobnicate 3"),
+    (["--task", "toy", "--seed", "3"], "--seed is set by results.compare"),
+    (["--task", "toy", "--n_head", "3"], "divisible by --n_head"),   # train.py's own checks, before anything runs
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, message):
+    out = tmp_path / "cmp"
+    assert compare.main([*TINY, *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_a_directory_of_another_comparison_is_refused_untouched(toy, tmp_path, capsys):
+    before = snapshot(toy)
+    assert compare.main(["--task", "toy", *TINY, "--steps", "3", "--out", str(toy)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--steps 2, here 3" in err and err.count("\n") == 1
+    (tmp_path / "notes.txt").write_text("mine")   # a directory that is not a comparison's
+    assert compare.main(["--task", "toy", *TINY, "--out", str(tmp_path)]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    assert snapshot(toy) == before and os.listdir(tmp_path) == ["notes.txt"]
