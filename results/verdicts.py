@@ -2,6 +2,7 @@
 Every headline verdict of results.md in one table, with the training run as the unit (results/runstats.py): the
 comparison, its per-run values, the mean difference with its 95% interval over runs, the exact test's p, its
 reading, and beside it the plan's registered reading. The README's results table is drawn from this one.
+run_level_search_lines gives the same reading inside each search section of results.md.
 
 Maze and code-training rows pair runs by RL seed (one warm start; exact sign-flip test). Search rows compare
 problems solved per run, unpaired (exact permutation test of the method labels over the runs).
@@ -112,3 +113,61 @@ def verdicts_section(cfg, out):
             "roughly normal.", ""] + \
         table(["comparison", "metric", "per run (A − B; search: A against B)", "mean", "95% interval over runs",
                "p (exact, runs)", "reading (runs)", "registered reading"], rows, None) + [""]
+
+
+def run_level_search_lines(found, s, solved, target=None):
+    """The search compared with the training run as the unit (results/runstats.py): per pair of the plan and per
+    kind (search, sampling), problems solved per run at the full budget, the exact permutation test of the method
+    labels over runs and Welch's interval; then, for the search, what leaving each run out does to it and to the
+    pre-registered sign test over problems. solved(kind, slug) -> one set of solved problems per run; target(slug)
+    -> the same for the search's kept programs equal to the target (a row "search, equal to the target")."""
+    from results.search_jobs import NAMES
+    from search import discordant_test, solved_only_by
+    rows, out_rows = [], []
+    sources = [("search", "evolve", lambda slug: solved("evolve", slug)),
+               ("sampling", "sample", lambda slug: solved("sample", slug))]
+    sources += [("search, equal to the target", "evolve", target)] if target else []
+    for how, kind, get in sources:
+        for a, b in s["pairs"]:
+            if a not in found[kind] or b not in found[kind]:
+                continue
+            sa, sb = get(a), get(b)
+            if min(len(sa), len(sb)) < 2:
+                continue
+            rows.append([how, f"{NAMES[a]} − {NAMES[b]}"] + label_cells(sa, sb, a, b))
+            if how != "search":
+                continue
+            for arm, i in [("a", i) for i in range(len(sa))] + [("b", i) for i in range(len(sb))]:
+                ka = [x for j, x in enumerate(sa) if not (arm == "a" and j == i)]
+                kb = [x for j, x in enumerate(sb) if not (arm == "b" and j == i)]
+                kept = [len(x) for x in ka], [len(x) for x in kb]
+                left = label_comparison(*kept, NAMES[a], NAMES[b]) if min(map(len, kept)) >= 2 else None
+                only_a, only_b, _ = solved_only_by(ka, kb)
+                run = found[kind][a if arm == "a" else b][i]["rl_seed"]
+                out_rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[a if arm == 'a' else b]} s{run}",
+                                 signed(left.mean, 2) if left else "-", f"{left.p:.3g}" if left else "-",
+                                 f"{len(only_a)} against {len(only_b)}",
+                                 f"{discordant_test(len(only_a), len(only_b)):.3g}"])
+    if not rows:
+        return []
+    lines = [f"The run-level test (the reading): problems solved per training run at the full budget "
+             f"({s['budget']} {s['unit']}), the difference of the means over runs with Welch's 95% interval, and the "
+             "exact permutation test of the method labels over the runs ([runstats.py](runstats.py)):", ""]
+    lines += table(["how", "A − B", "A per run", "B per run", "difference", "95% interval over runs",
+                    "p (exact, runs)", "smallest p possible", "reading (runs)"], rows) + [""]
+    if out_rows:
+        lines += ["What leaving one run out does to the search's comparison: the run-level difference and p, and "
+                  "the pre-registered sign test over problems (only one method's remaining runs solve them):", ""]
+        lines += table(["A − B", "run left out", "difference", "p (runs)", "problems only A / only B",
+                        "p (sign test, problems)"], out_rows) + [""]
+    return lines
+
+
+def label_cells(sa, sb, a, b):
+    """Per-run counts of two arms' solved sets, the difference, Welch's interval, the exact label test's p, its
+    floor and the reading (results/runstats.py)."""
+    from results.search_jobs import NAMES
+    na, nb = [len(x) for x in sa], [len(x) for x in sb]
+    c = label_comparison(na, nb, NAMES[a], NAMES[b])
+    return [" / ".join(map(str, na)), " / ".join(map(str, nb)), signed(c.mean, 2),
+            f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", f"{c.floor:.3g}", c.reading]
