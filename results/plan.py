@@ -168,11 +168,15 @@ def finished_runs(cfg, out, group):
     for j in jobs_of(cfg):
         directory = run_dir(out, j)
         if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):
-            runs[j["label"]].append({"seed": j["seed"], "slug": j["slug"], "dir": directory,
-                                     "summary": read_json(os.path.join(directory, "summary.json")),
-                                     "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl")),
-                                     "log": read_jsonl_or_empty(os.path.join(directory, "log.jsonl"))})
+            runs[j["label"]].append(read_run(directory, j["seed"], j["slug"]))
     return {label: r for label, r in runs.items() if r}
+
+
+def read_run(directory, seed, slug):
+    """A finished run as every table reads it: dict(seed, slug, dir, summary, evals, log)."""
+    return {"seed": seed, "slug": slug, "dir": directory, "summary": read_json(os.path.join(directory, "summary.json")),
+            "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl")),
+            "log": read_jsonl_or_empty(os.path.join(directory, "log.jsonl"))}
 
 
 def value(metrics, key, k):
