@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from results.plan import QUICK, at_step, eval_steps, read_json, read_run, value
-from results.runstats import paired_comparison, signed, smallest_p
-from results.tables import step_table, table
+from results.runstats import smallest_p
+from results.tables import paired, paired_rows, run_level, run_note, step_table, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -368,50 +368,7 @@ def read_runs(setup, out, report=False):
 
 
 # ------------------------------------------------------------------------------------------------- report
-def per_seed(rs, key, step):
-    """{k: {seed: key@k of that run at the step}} (json keys are strings)."""
-    out = {}
-    for r in rs:
-        metrics = at_step(r, step)
-        for k in (metrics or {}).get(key) or {}:
-            out.setdefault(int(k), {})[r["seed"]] = value(metrics, key, k)
-    return out
-
-
-def run_cells(b_values, a_values, b, a):
-    """[mean, 95% interval, exact p, reading, detectable] of b − a over the runs paired by seed."""
-    seeds = set(a_values) & set(b_values)
-    if len(seeds) < 2:
-        return [f"{np.mean([b_values[s] - a_values[s] for s in seeds]):+.3f}" if seeds else "-"] + ["-"] * 4
-    c = paired_comparison(b_values, a_values, b, a)
-    return [signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading,
-            "-" if c.detectable is None else f"{c.detectable:.3f}"]
-
-
 RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
-
-
-def paired_rows(runs, a, b, key):
-    """(seeds, rows): b − a per evaluation step and k, each run of b paired with the run of a of the same seed."""
-    seeds = sorted({r["seed"] for r in runs[a]} & {r["seed"] for r in runs[b]})
-    rows = []
-    for step in sorted(set(eval_steps(runs[a])) & set(eval_steps(runs[b]))):
-        va, vb = per_seed(runs[a], key, step), per_seed(runs[b], key, step)
-        for k in sorted(set(va) & set(vb)):
-            cells = [f"{vb[k][s] - va[k][s]:+.3f}" if s in va[k] and s in vb[k] else "" for s in seeds]
-            rows.append([str(step), f"k={k}", *cells, *run_cells(vb[k], va[k], b, a)])
-    return seeds, rows
-
-
-def reading_note(n):
-    """What the run-level columns are, and what n paired runs can show."""
-    floor = smallest_p(n)
-    tail = (", so no difference can reach p < 0.05: the reading is \"too few runs for a test\" whatever the numbers."
-            if floor > 0.05 else ".")
-    return (f"The run is the unit: every difference is between two runs with the same seed. The interval is "
-            f"Student's t over the {n} paired differences, and p is the exact sign-flip test over them. With {n} "
-            f"pairs the smallest possible p is {floor:.3g}{tail} \"detectable\" is the smallest true difference this "
-            f"many runs would find with 80% power at α = 0.05, given the spread of the differences.")
 
 
 def verdict_lines(runs, first):
@@ -420,11 +377,10 @@ def verdict_lines(runs, first):
     for b in runs:
         steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b])) if first in runs and b != first else ()
         if steps:
-            va, vb = per_seed(runs[first], HEADLINE, max(steps)), per_seed(runs[b], HEADLINE, max(steps))
-            k = max(set(va) & set(vb))
-            n = len(set(va[k]) & set(vb[k]))
-            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(n), *run_cells(vb[k], va[k], b, first),
-                         f"{smallest_p(n):.3g}"])
+            _, diffs = paired(runs, b, first, HEADLINE, step=max(steps))
+            k, ds = max((k, ds) for k, ds in diffs.items() if ds)
+            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
+                         f"{smallest_p(len(ds)):.3g}"])
     if not rows:
         return ["No two methods have finished runs yet: nothing to compare.", ""]
     return [f"Pooled best@k at the last step and the largest k, each method against {first}, runs paired by seed:",
@@ -512,7 +468,8 @@ def write_report(setup, out, command, started, failed=(), report=False):
     bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
              if r["summary"].get("base_metrics")}
     title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
-    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first) + [reading_note(len(setup.seeds)), ""]
+    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first)
+    lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""]
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
@@ -522,7 +479,7 @@ def write_report(setup, out, command, started, failed=(), report=False):
             lines += [f"### {name}", ""] + step_table(runs, key, ks, bases) + [""]
     lines += [f"## Paired differences against {first}", ""]
     for b, key in [(a.label, key) for a in setup.arms[1:] if first in runs and a.label in runs for key in PAIRED]:
-        seeds, rows = paired_rows(runs, first, b, key)
+        seeds, rows = paired_rows(runs, b, first, key)
         if rows:
             lines += [f"### {b} − {first}, {METRICS[key]}", ""] + table(
                 ["step", "k"] + [f"seed {s}" for s in seeds] + RUN_HEADER, rows) + [""]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from results import compare, reproduce
+from results.tables import paired_rows
 from tasks import Task, get_task, in_test_split
 
 TINY = ["--algos", "grpo,vpo", "--runs", "2", "--steps", "2", "--eval_every", "1", "--n_layer", "1", "--n_head", "2",
@@ -77,7 +78,7 @@ def test_the_toy_end_to_end(toy):
         for step in (1, 2):
             assert re.search(rf"^\| {algo} \| {step} \| 2 \|", text, re.M), (algo, step)
     assert "### vpo − grpo, pooled best@k" in text and "| seed 0 | seed 1 |" in text
-    assert "smallest possible p is 0.5" in text and "too few runs for a test" in text
+    assert "smallest possible value is 0.5" in text and "too few runs for a test" in text
     for name in ("best_at_k.png", "over_training.png"):
         assert (toy / name).stat().st_size > 2000
     assert len(os.listdir(toy / "runs" / "base")) == 1   # one warm start, shared
@@ -153,7 +154,7 @@ def test_runs_are_paired_by_seed():
     """GRPO finished seeds 0, 1, 2 and VPO only 1 and 2: VPO's run 1 is paired with GRPO's run 1, not its first."""
     grpo = [run({5: {"4": g}}, s) for s, g in enumerate([0.1, 0.2, 0.4])]
     vpo = [run({5: {"4": v}}, s) for s, v in ((1, 0.5), (2, 0.6))]
-    seeds, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    seeds, rows = paired_rows({"grpo": grpo, "vpo": vpo}, "vpo", "grpo", "pooled_best@k")
     assert seeds == [1, 2]
     # seed 1: 0.5 − 0.2; seed 2: 0.6 − 0.4; mean 0.25, exact p over 2 pairs 0.5 (both signs alike)
     assert rows == [["5", "k=4", "+0.300", "+0.200", "+0.250", rows[0][5], "0.5", "too few runs for a test", "-"]]
@@ -166,7 +167,7 @@ def test_six_runs_can_reach_a_reading():
     """With six pairs all of one sign the exact test gives 2/64 and a reading, and the detectable difference."""
     grpo = [run({3: {"1": 0.1 * s}}, s) for s in range(6)]
     vpo = [run({3: {"1": 0.1 * s + 0.05 + 0.01 * s}}, s) for s in range(6)]
-    _, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    _, rows = paired_rows({"grpo": grpo, "vpo": vpo}, "vpo", "grpo", "pooled_best@k")
     assert rows[0][10:12] == ["0.0312", "vpo ahead"] and float(rows[0][12]) > 0
 
 
