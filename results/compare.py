@@ -25,6 +25,7 @@ docs/compare.md says how to read compare.md.
 """
 import argparse
 import concurrent.futures as cf
+import contextlib
 import json
 import multiprocessing
 import os
@@ -282,7 +283,7 @@ class InProcess:
 
 def base_file(argv, out_dir):
     """The checkpoint a run starts from: its --init, or the cached warm start as train.py resolves it on the run's
-    device (results/reproduce.py's base_path assumes the CPU)."""
+    device."""
     import train
     from runs.checks import check_method
     from runs.cli import make_task, pick_device
@@ -291,6 +292,41 @@ def base_file(argv, out_dir):
         return args.init
     check_method(args, make_task(args.task, args.task_opt))
     return train.base_path(args, pick_device(args.device))
+
+
+def cache_key(path):
+    """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
+    with, never where)."""
+    return os.path.basename(os.path.dirname(path))
+
+
+def train_job(argv, out_dir, log_path):
+    """One train.py run in this (worker) process, its output in log_path; a run with a checkpoint is resumed, a
+    directory without one overwritten. -> its exit code."""
+    import train
+    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
+    if os.path.isfile(os.path.join(directory, "ckpt.pt")):
+        argv = argv + ["--resume"]
+    elif os.path.isdir(directory):
+        argv = argv + ["--overwrite"]
+    with open(log_path, "a") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        print(f"$ python train.py {' '.join(argv)} --out_dir {out_dir}", flush=True)
+        return train.main(argv + ["--out_dir", out_dir])
+
+
+@contextlib.contextmanager
+def one_thread_env(on=True):
+    """OMP_NUM_THREADS=1 (when on) while worker processes start: they inherit it before they import torch."""
+    saved = os.environ.get("OMP_NUM_THREADS")
+    if on:
+        os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
 
 
 def pending(setup, out):
@@ -303,46 +339,36 @@ def pending(setup, out):
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
     the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
-    rule). job(argv, out_dir, log) -> exit code: one run (default reproduce.train_job, which resumes a run that
-    has a checkpoint). echo: one line per finished run. -> [(slug, seed)] of the runs that failed."""
-    from results.reproduce import cache_key, train_job
+    rule). job(argv, out_dir, log) -> exit code: one run (default train_job). echo: one line per finished run.
+    -> [(slug, seed)] of the runs that failed."""
     job = job or train_job
     todo, failed, t0 = pending(setup, out), [], time.perf_counter()
     total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
-    saved = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"   # the workers inherit it before they import torch
-    pool = InProcess() if in_process else cf.ProcessPoolExecutor(
-        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread)
-    try:
-        with pool:
-            running = {}
-            while todo or running:
-                busy = {cache_key(bases[run]) for run in running.values()}
-                for run in list(todo):
-                    if len(running) >= jobs:
-                        break
-                    if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
-                        continue
-                    todo.remove(run)
-                    busy.add(cache_key(bases[run]))
-                    log = os.path.join(out, "logs", f"{run_name(*run)}.log")
-                    running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
-                done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
-                for future in done:
-                    arm, seed = running.pop(future)
-                    rc = future.result() if future.exception() is None else repr(future.exception())
-                    if rc != 0:
-                        failed.append((arm.slug, seed))
-                    echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
-                         + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
-                            f"{run_name(arm, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
+    with one_thread_env(), InProcess() if in_process else cf.ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread) as pool:
+        running = {}
+        while todo or running:
+            busy = {cache_key(bases[run]) for run in running.values()}
+            for run in list(todo):
+                if len(running) >= jobs:
+                    break
+                if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
+                    continue
+                todo.remove(run)
+                busy.add(cache_key(bases[run]))
+                log = os.path.join(out, "logs", f"{run_name(*run)}.log")
+                running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
+            done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                arm, seed = running.pop(future)
+                rc = future.result() if future.exception() is None else repr(future.exception())
+                if rc != 0:
+                    failed.append((arm.slug, seed))
+                echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
+                     + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
+                        f"{run_name(arm, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
     return failed
 
 

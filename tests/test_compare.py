@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from results import compare, reproduce
+from results import compare
 from results.tables import paired_rows
 from tasks import Task, get_task, in_test_split
 
@@ -114,12 +114,12 @@ def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, cap
 def launches(monkeypatch):
     """The argv of every train.py run compare launches (in this process)."""
     no_run_figures(monkeypatch)
-    calls, train_job = [], reproduce.train_job
+    calls, train_job = [], compare.train_job
 
     def counted(argv, out_dir, log):
         calls.append(argv)
         return train_job(argv, out_dir, log)
-    monkeypatch.setattr(reproduce, "train_job", counted)
+    monkeypatch.setattr(compare, "train_job", counted)
     return calls
 
 
