@@ -5,12 +5,18 @@ the same held-out problems along training, and compare the methods with the trai
     python -m results.compare --task toy --algos grpo,vpo --runs 3 --steps 60 --eval_every 20 --out out/cmp-toy
     python -m results.compare --task mytasks:Lines --algos grpo,vpo,max_at_k --runs 6 --jobs 2 --lr 1e-4
     python -m results.compare --task maze --quick       # a tiny model: the whole pipeline in about a minute
+    python -m results.compare --config results/experiments/maze_v3.json --report   # read an experiment of record
+
+--config FILE: the arms (a label, a slug and train.py flags each), seeds and shared flags from a JSON file
+(docs/compare.md); --report: train nothing, write compare.md from the finished runs (a configuration's "dir": its
+committed runs, named SLUG-sSEED).
 
 Run r of every method is train.py with --seed r, in a worker process with one torch thread, at most --jobs at a
 time; every other train.py flag is passed to every run. The layout of --out DIR:
     config.json    the train.py settings every run shares (a later call with other settings is refused)
-    runs/          train.py's --out_dir: the cached warm start (runs/base/) and one directory per run, ALGO-sSEED
-    logs/          each run's output, ALGO-sSEED.log
+    runs/          train.py's --out_dir: the cached warm start (runs/base/) and one directory per run, SLUG-sSEED
+                   (SLUG: the method of --algos, or an arm's slug)
+    logs/          each run's output, SLUG-sSEED.log
     compare.md     the verdict, the configuration, per method and step mean ± std over runs, and the paired
                    differences of every method against the first of --algos, run by run (results/runstats.py)
     best_at_k.png, over_training.png   the figures
@@ -19,6 +25,7 @@ docs/compare.md says how to read compare.md.
 """
 import argparse
 import concurrent.futures as cf
+import contextlib
 import json
 import multiprocessing
 import os
@@ -32,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.plan import QUICK, at_step, eval_steps, read_json, read_jsonl_or_empty, value
-from results.runstats import paired_comparison, signed, smallest_p
-from results.tables import step_table, table
+from results.plan import QUICK, at_step, eval_steps, read_json, read_run, value
+from results.runstats import smallest_p
+from results.tables import paired, paired_rows, run_level, run_note, step_table, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,25 +54,47 @@ HEADLINE = "pooled_best@k"
 
 
 @dataclass(frozen=True)
+class Arm:
+    """One method of a comparison: its name in the tables, its run directories (SLUG-sSEED), its train.py flags
+    (--algo among them), its seeds (None: the comparison's) and the directory --report reads its runs from (None:
+    the comparison's; a configuration of record may read an arm from another experiment's directory)."""
+    label: str
+    slug: str
+    flags: tuple
+    seeds: tuple = None
+    dir: str = None
+
+
+@dataclass(frozen=True)
 class Setup:
-    """What a comparison trains: the methods (the first is the one every other is compared against), the runs per
-    method (run r uses --seed r), and the train.py flags every run shares."""
-    algos: tuple
-    runs: int
+    """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
+    of an arm uses --seed r), the train.py flags every run shares, and where --report reads the runs (None: the
+    runs/ directory of --out)."""
+    arms: tuple
+    seeds: tuple
     train_args: tuple
+    dir: str = None
 
-    def argv(self, algo, seed):
-        """train.py's command line of one run, without --out_dir; each method's run 0 also evaluates the base."""
-        return [*self.train_args, "--algo", algo, "--seed", str(seed), "--run_name", run_name(algo, seed),
-                *(["--no_base_eval"] if seed else []), "--quiet"]
+    def argv(self, arm, seed):
+        """train.py's command line of one run, without --out_dir; each arm's first run also evaluates the base."""
+        return [*self.train_args, *arm.flags, "--seed", str(seed), "--run_name", run_name(arm, seed),
+                *(["--no_base_eval"] if seed != self.seeds_of(arm)[0] else []), "--quiet"]
+
+    def seeds_of(self, arm):
+        return arm.seeds or self.seeds
 
 
-def run_name(algo, seed):
-    return f"{algo}-s{seed}"
+def run_name(arm, seed):
+    return f"{arm.slug}-s{seed}"
 
 
-def run_path(out, algo, seed):
-    return os.path.join(out, "runs", run_name(algo, seed))
+def run_path(out, arm, seed):
+    return os.path.join(out, "runs", run_name(arm, seed))
+
+
+def algo_arm(algo):
+    """The arm of a bare --algos entry: named and filed as the method."""
+    return Arm(algo, algo, ("--algo", algo))
 
 
 # --------------------------------------------------------------------------------------------- command line
@@ -85,14 +114,25 @@ def get_parser():
     p.add_argument("--jobs", type=COUNT, default=2, help="runs at a time, one torch thread each")
     p.add_argument("--out", default=None, help="output directory (default out/compare-TASK, -quick with --quick)")
     p.add_argument("--quick", action="store_true", help="a tiny model (results/plan.py's QUICK settings)")
+    p.add_argument("--config", metavar="FILE", help="a configuration file instead of the options above: the task, "
+                   "the arms (label, slug and train.py flags each), the seeds, the shared flags (docs/compare.md)")
+    p.add_argument("--report", action="store_true", help="train nothing: write compare.md from the finished runs "
+                   "(of a configuration of record: its committed runs)")
     return p
 
 
 def parse_command(argv):
-    """-> (Setup, out, jobs); a mistake raises UsageError."""
+    """-> (Setup, out, jobs, report only); a mistake raises UsageError."""
     import train
     import vpo
     args, rest = get_parser().parse_known_args(argv)
+    if args.config:
+        extra = set(given_flags(get_parser(), argv)) - {"config", "report", "out", "jobs"}
+        if extra:
+            raise UsageError(f"--{sorted(extra)[0]} is set by the configuration file {args.config}")
+        setup = read_config(args.config)
+        name = os.path.splitext(os.path.basename(args.config))[0]
+        return setup, args.out or os.path.join("out", f"compare-{name}"), args.jobs, args.report
     algos = tuple(a.strip() for a in args.algos.split(","))
     unknown = [a for a in algos if a not in vpo.METHODS]
     if unknown:
@@ -112,7 +152,65 @@ def parse_command(argv):
                   *(["--eval_every", str(every)] if every is not None else []), *rest]
     slug = re.sub(r"[^\w.-]", "_", args.task)
     out = args.out or os.path.join("out", f"compare-{slug}{'-quick' * args.quick}")
-    return Setup(algos, args.runs, tuple(train_args)), out, args.jobs
+    return Setup(tuple(map(algo_arm, algos)), tuple(range(args.runs)), tuple(train_args)), out, args.jobs, args.report
+
+
+KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
+        "arms": list, "dir": str}
+ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
+
+
+def read_config(path):
+    """A configuration file (JSON; docs/compare.md) as the comparison it describes. "dir" (of the file or of an arm)
+    is where --report reads the runs, relative to the repository root. A mistake raises UsageError naming the file."""
+    import train
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--config {path}: {e.strerror}")
+    except ValueError as e:
+        raise UsageError(f"--config {path}: not a JSON file ({e})")
+
+    def checked(d, keys, where, needed):
+        if not isinstance(d, dict):
+            raise UsageError(f"--config {path}: {where} is not an object")
+        for key in sorted(set(d) - set(keys)) + [k for k in needed if k not in d]:
+            raise UsageError(f"--config {path}: {where}: " + (f"unknown key {key!r} (keys: {', '.join(keys)})"
+                                                              if key not in keys else f"no {key!r}"))
+        for key, kind in keys.items():
+            if key in d and not isinstance(d[key], kind) or key in ("seeds", "flags", "task_opt") and not all(
+                    isinstance(x, int if key == "seeds" else str) for x in d.get(key, [])):
+                raise UsageError(f"--config {path}: {where}: {key!r} is not {kind.__name__}"
+                                 + (" of " + ("integers" if key == "seeds" else "strings") if kind is list else ""))
+        return d
+    checked(c, KEYS, "the file", ("task", "seeds", "arms"))
+    if len(set(c["seeds"])) < 2:
+        raise UsageError(f"--config {path}: a comparison over runs needs at least two seeds, got {c['seeds']}")
+    arms = []
+    for i, a in enumerate(c["arms"]):
+        a = checked(a, ARM_KEYS, f"arm {i}", ("label", "slug", "flags"))
+        try:
+            given = given_flags(train.get_parser(), a["flags"])
+        except UsageError as e:
+            raise UsageError(f"--config {path}: arm {a['label']!r}: {e}")
+        if "algo" not in given or set(given) & set(OWNED[1:]) or not re.fullmatch(r"[\w.-]+", a["slug"]):
+            raise UsageError(f"--config {path}: arm {a['label']!r} needs --algo, a slug of letters, digits, '_', '.' "
+                             f"or '-', and none of --{', --'.join(OWNED[1:])}")
+        arms.append(Arm(a["label"], a["slug"], tuple(a["flags"]), tuple(a.get("seeds", ())) or None,
+                        a.get("dir") and os.path.join(ROOT, a["dir"])))
+    if len(arms) < 2 or len({a.label for a in arms}) < len(arms) or len({a.slug for a in arms}) < len(arms):
+        raise UsageError(f"--config {path}: a comparison needs two arms or more, with different labels and slugs")
+    train_args = ["--task", c["task"], *[a for o in c.get("task_opt", []) for a in ("--task_opt", o)],
+                  *[a for key in ("steps", "eval_every") if key in c for a in (f"--{key}", str(c[key]))],
+                  *c.get("flags", [])]
+    try:
+        owned = [k for k in OWNED if k in given_flags(train.get_parser(), train_args)]
+    except UsageError as e:
+        raise UsageError(f"--config {path}: {e}")
+    if owned:
+        raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
+    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]))
 
 
 def settings(setup):
@@ -122,16 +220,21 @@ def settings(setup):
     return json.loads(json.dumps({k: v for k, v in parsed.items() if k not in OWNED}))
 
 
-def check(setup, out):
-    """Every method's train.py command line as train.py checks it (nothing is written), and --out: new, empty, or
-    holding a comparison with the same train.py settings (--algos and --runs may differ)."""
+def check(setup, out, report=False):
+    """Every arm's train.py command line as train.py checks it (nothing is written), and --out: new, empty, or
+    holding a comparison with the same train.py settings (the arms and seeds may differ); with --report, only that
+    the runs' directory exists."""
     import train
     from runs.checks import prepare
     from runs.dirs import check_out_dir
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} exists and is not a directory")
     path = os.path.join(out, "config.json")
-    if os.path.isfile(path):
+    if report:
+        where = setup.dir or os.path.join(out, "runs")
+        if not os.path.isdir(where):
+            raise UsageError(f"--report: {where} holds no runs; train them first (the same command without --report)")
+    elif os.path.isfile(path):
         try:
             saved = read_json(path)["train"]
         except (ValueError, KeyError, TypeError):
@@ -144,11 +247,15 @@ def check(setup, out):
     elif os.path.isdir(out) and os.listdir(out):
         raise UsageError(f"--out {out} holds files but no config.json (not a results.compare directory); choose "
                          f"another --out")
-    check_out_dir(os.path.join(out, "runs"))
+    if not report:
+        check_out_dir(os.path.join(out, "runs"))
     with tempfile.TemporaryDirectory() as scratch:   # an empty --out_dir: train.py's checks of a new run
-        for algo in setup.algos:
-            prepare(setup.argv(algo, 0) + ["--out_dir", scratch], train.get_parser, train.RESUMABLE,
-                    lambda a: [a.num_answers * f for f in train.K_FACTORS])
+        for arm in setup.arms:
+            try:
+                prepare(setup.argv(arm, setup.seeds_of(arm)[0]) + ["--out_dir", scratch], train.get_parser,
+                        train.RESUMABLE, lambda a: [a.num_answers * f for f in train.K_FACTORS])
+            except UsageError as e:
+                raise UsageError(f"{arm.label}: {e}")
 
 
 # ---------------------------------------------------------------------------------------------------- runs
@@ -176,7 +283,7 @@ class InProcess:
 
 def base_file(argv, out_dir):
     """The checkpoint a run starts from: its --init, or the cached warm start as train.py resolves it on the run's
-    device (results/reproduce.py's base_path assumes the CPU)."""
+    device."""
     import train
     from runs.checks import check_method
     from runs.cli import make_task, pick_device
@@ -187,124 +294,107 @@ def base_file(argv, out_dir):
     return train.base_path(args, pick_device(args.device))
 
 
-def pending(setup, out):
-    """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
-    return [(algo, seed) for seed in range(setup.runs) for algo in setup.algos
-            if not os.path.isfile(os.path.join(run_path(out, algo, seed), "summary.json"))]
+def cache_key(path):
+    """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
+    with, never where)."""
+    return os.path.basename(os.path.dirname(path))
 
 
-def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
-    """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
-    rule). job(argv, out_dir, log) -> exit code: one run (default reproduce.train_job, which resumes a run that
-    has a checkpoint). echo: one line per finished run. -> [(algo, seed)] of the runs that failed."""
-    from results.reproduce import cache_key, train_job
-    job = job or train_job
-    todo, total, failed, t0 = pending(setup, out), setup.runs * len(setup.algos), [], time.perf_counter()
-    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
-    bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
+def train_job(argv, out_dir, log_path):
+    """One train.py run in this (worker) process, its output in log_path; a run with a checkpoint is resumed, a
+    directory without one overwritten. -> its exit code."""
+    import train
+    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
+    if os.path.isfile(os.path.join(directory, "ckpt.pt")):
+        argv = argv + ["--resume"]
+    elif os.path.isdir(directory):
+        argv = argv + ["--overwrite"]
+    with open(log_path, "a") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
+        print(f"$ python train.py {' '.join(argv)} --out_dir {out_dir}", flush=True)
+        return train.main(argv + ["--out_dir", out_dir])
+
+
+@contextlib.contextmanager
+def one_thread_env(on=True):
+    """OMP_NUM_THREADS=1 (when on) while worker processes start: they inherit it before they import torch."""
     saved = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"   # the workers inherit it before they import torch
-    pool = InProcess() if in_process else cf.ProcessPoolExecutor(
-        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread)
+    if on:
+        os.environ["OMP_NUM_THREADS"] = "1"
     try:
-        with pool:
-            running = {}
-            while todo or running:
-                busy = {cache_key(bases[run]) for run in running.values()}
-                for run in list(todo):
-                    if len(running) >= jobs:
-                        break
-                    if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
-                        continue
-                    todo.remove(run)
-                    busy.add(cache_key(bases[run]))
-                    log = os.path.join(out, "logs", f"{run_name(*run)}.log")
-                    running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
-                done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
-                for future in done:
-                    algo, seed = running.pop(future)
-                    rc = future.result() if future.exception() is None else repr(future.exception())
-                    if rc != 0:
-                        failed.append((algo, seed))
-                    echo(f"[{time.perf_counter() - t0:5.0f} s] {algo} run {seed}: "
-                         + (progress(out, algo, seed) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
-                            f"{run_name(algo, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
+        yield
     finally:
         if saved is None:
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = saved
+
+
+def pending(setup, out):
+    """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
+    return [(arm, seed) for seed in sorted({s for arm in setup.arms for s in setup.seeds_of(arm)})
+            for arm in setup.arms if seed in setup.seeds_of(arm)
+            and not os.path.isfile(os.path.join(run_path(out, arm, seed), "summary.json"))]
+
+
+def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
+    """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
+    the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
+    rule). job(argv, out_dir, log) -> exit code: one run (default train_job). echo: one line per finished run.
+    -> [(slug, seed)] of the runs that failed."""
+    job = job or train_job
+    todo, failed, t0 = pending(setup, out), [], time.perf_counter()
+    total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
+    with one_thread_env(), InProcess() if in_process else cf.ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread) as pool:
+        running = {}
+        while todo or running:
+            busy = {cache_key(bases[run]) for run in running.values()}
+            for run in list(todo):
+                if len(running) >= jobs:
+                    break
+                if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
+                    continue
+                todo.remove(run)
+                busy.add(cache_key(bases[run]))
+                log = os.path.join(out, "logs", f"{run_name(*run)}.log")
+                running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
+            done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                arm, seed = running.pop(future)
+                rc = future.result() if future.exception() is None else repr(future.exception())
+                if rc != 0:
+                    failed.append((arm.slug, seed))
+                echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
+                     + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
+                        f"{run_name(arm, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
     return failed
 
 
-def progress(out, algo, seed):
+def progress(directory):
     """'done: pooled best@48 0.512 at step 150' from a finished run's summary.json."""
-    summary = read_json(os.path.join(run_path(out, algo, seed), "summary.json"))
+    summary = read_json(os.path.join(directory, "summary.json"))
     pooled = summary["metrics"][HEADLINE]
     k = max(pooled, key=int)
     return f"done: pooled best@{k} {pooled[k]:.3f} at step {summary['args']['steps']}"
 
 
-def read_runs(setup, out):
-    """{algo: [run, ...]} of the finished runs in seed order, each a dict (seed, slug, dir, summary, evals) as
-    results/plan.py reads the reproduction's runs, so that its tables and helpers read these too."""
+def read_runs(setup, out, report=False):
+    """{label: [run, ...]} of the finished runs in seed order, as results/plan.py reads the reproduction's runs
+    (read_run), so that its tables read these too. report: from the directories of a configuration of record."""
     found = {}
-    for algo in setup.algos:
-        for seed in range(setup.runs):
-            d = run_path(out, algo, seed)
+    for arm in setup.arms:
+        where = (report and (arm.dir or setup.dir)) or os.path.join(out, "runs")
+        for seed in setup.seeds_of(arm):
+            d = os.path.join(where, run_name(arm, seed))
             if os.path.isfile(os.path.join(d, "summary.json")):
-                found.setdefault(algo, []).append({"seed": seed, "slug": algo, "dir": d,
-                                                   "summary": read_json(os.path.join(d, "summary.json")),
-                                                   "evals": read_jsonl_or_empty(os.path.join(d, "eval.jsonl"))})
+                found.setdefault(arm.label, []).append(read_run(d, seed, arm.slug))
     return found
 
 
 # ------------------------------------------------------------------------------------------------- report
-def per_seed(rs, key, step):
-    """{k: {seed: key@k of that run at the step}} (json keys are strings)."""
-    out = {}
-    for r in rs:
-        metrics = at_step(r, step)
-        for k in (metrics or {}).get(key) or {}:
-            out.setdefault(int(k), {})[r["seed"]] = value(metrics, key, k)
-    return out
-
-
-def run_cells(b_values, a_values, b, a):
-    """[mean, 95% interval, exact p, reading, detectable] of b − a over the runs paired by seed."""
-    seeds = set(a_values) & set(b_values)
-    if len(seeds) < 2:
-        return [f"{np.mean([b_values[s] - a_values[s] for s in seeds]):+.3f}" if seeds else "-"] + ["-"] * 4
-    c = paired_comparison(b_values, a_values, b, a)
-    return [signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading,
-            "-" if c.detectable is None else f"{c.detectable:.3f}"]
-
-
 RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
-
-
-def paired_rows(runs, a, b, key):
-    """(seeds, rows): b − a per evaluation step and k, each run of b paired with the run of a of the same seed."""
-    seeds = sorted({r["seed"] for r in runs[a]} & {r["seed"] for r in runs[b]})
-    rows = []
-    for step in sorted(set(eval_steps(runs[a])) & set(eval_steps(runs[b]))):
-        va, vb = per_seed(runs[a], key, step), per_seed(runs[b], key, step)
-        for k in sorted(set(va) & set(vb)):
-            cells = [f"{vb[k][s] - va[k][s]:+.3f}" if s in va[k] and s in vb[k] else "" for s in seeds]
-            rows.append([str(step), f"k={k}", *cells, *run_cells(vb[k], va[k], b, a)])
-    return seeds, rows
-
-
-def reading_note(n):
-    """What the run-level columns are, and what n paired runs can show."""
-    floor = smallest_p(n)
-    tail = (", so no difference can reach p < 0.05: the reading is \"too few runs for a test\" whatever the numbers."
-            if floor > 0.05 else ".")
-    return (f"The run is the unit: every difference is between two runs with the same seed. The interval is "
-            f"Student's t over the {n} paired differences, and p is the exact sign-flip test over them. With {n} "
-            f"pairs the smallest possible p is {floor:.3g}{tail} \"detectable\" is the smallest true difference this "
-            f"many runs would find with 80% power at α = 0.05, given the spread of the differences.")
 
 
 def verdict_lines(runs, first):
@@ -313,11 +403,10 @@ def verdict_lines(runs, first):
     for b in runs:
         steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b])) if first in runs and b != first else ()
         if steps:
-            va, vb = per_seed(runs[first], HEADLINE, max(steps)), per_seed(runs[b], HEADLINE, max(steps))
-            k = max(set(va) & set(vb))
-            n = len(set(va[k]) & set(vb[k]))
-            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(n), *run_cells(vb[k], va[k], b, first),
-                         f"{smallest_p(n):.3g}"])
+            _, diffs = paired(runs, b, first, HEADLINE, step=max(steps))
+            k, ds = max((k, ds) for k, ds in diffs.items() if ds)
+            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
+                         f"{smallest_p(len(ds)):.3g}"])
     if not rows:
         return ["No two methods have finished runs yet: nothing to compare.", ""]
     return [f"Pooled best@k at the last step and the largest k, each method against {first}, runs paired by seed:",
@@ -331,18 +420,18 @@ def figures(runs, bases, out, title):
     largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][HEADLINE])
     for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
         fig, ax = plt.subplots(figsize=(6, 4.2))
-        for i, (algo, rs) in enumerate(runs.items()):
+        for i, (arm, rs) in enumerate(runs.items()):
             last = max(eval_steps(rs))
             if name == "best_at_k":
                 xs = sorted(int(k) for k in at_step(rs[0], last)[HEADLINE])
                 lines = [[value(at_step(r, last), HEADLINE, k) for k in xs] for r in rs if at_step(r, last)]
-                label = f"{algo}, step {last}"
+                label = f"{arm}, step {last}"
             else:
                 base = bases.get(rs[0]["summary"]["metrics"]["m"])
                 xs = ([0] if base else []) + eval_steps(rs)
                 lines = [[value(base if s == 0 else at_step(r, s), HEADLINE, largest) for s in xs] for r in rs
                          if all(s == 0 or at_step(r, s) for s in xs)]
-                label = algo
+                label = arm
             for line in lines:
                 ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)
             ax.plot(xs, np.mean(lines, axis=0), "o-", color=f"C{i}", lw=2.5, label=f"{label} (mean of {len(lines)})")
@@ -371,7 +460,7 @@ def commit():
         return "unknown"
 
 
-def configuration_lines(setup, out, runs, command, started, failed):
+def configuration_lines(setup, out, runs, command, started, failed, report):
     """The command, dates, commit and machines, each run's train.py command line, what finished, the seconds."""
     from runs.dirs import machine
 
@@ -380,26 +469,34 @@ def configuration_lines(setup, out, runs, command, started, failed):
     machines = sorted({r["summary"].get("machine", "?") for rs in runs.values() for r in rs})
     seconds = [f"{a} {np.mean([r['summary']['train_seconds'] for r in rs]):.0f} + "
                f"{np.mean([r['summary']['eval_seconds'] for r in rs]):.0f}" for a, rs in runs.items()]
+    created = os.path.join(out, "config.json")
+    where = ", ".join(sorted({os.path.relpath(d) for d in {a.dir or setup.dir for a in setup.arms} if d})) if report \
+        else None
     return ["## Configuration", "", f"- Command: `{command}`",
-            f"- Written {date()}; this call started {date(started)}, the first call in this directory "
-            f"{read_json(os.path.join(out, 'config.json'))['created']}.",
+            f"- Written {date()}; this call started {date(started)}" + (
+                f", the first call in this directory {read_json(created)['created']}." if os.path.isfile(created)
+                else "."),
             f"- Commit {commit()}, on {machine()}; the runs recorded {'; '.join(machines)}.",
-            f"- Each run: `python train.py {shlex.join(setup.train_args)} --algo ALGO --seed R --run_name ALGO-sR "
-            f"--quiet --out_dir {os.path.join(out, 'runs')}`; runs R > 0 add --no_base_eval.",
-            "- Finished runs: " + ", ".join(f"{a} {len(runs.get(a, []))} of {setup.runs}" for a in setup.algos)
-            + (f"; failed: {', '.join(run_name(*f) for f in failed)} (see logs/)" if failed else "") + ".",
-            f"- Seconds per run, training + evaluation, mean over runs: {', '.join(seconds)}.", ""]
+            f"- Each run: `python train.py {shlex.join(setup.train_args)} FLAGS --seed R --run_name SLUG-sR --quiet "
+            f"--out_dir {where or os.path.join(out, 'runs')}`; each arm's first run evaluates the base, the others "
+            "add --no_base_eval. FLAGS and SLUG: " + "; ".join(f"{a.label}: `{shlex.join(a.flags)}`, {a.slug}"
+                                                              + (f", {os.path.relpath(a.dir)}" if report and a.dir
+                                                                 else "") for a in setup.arms) + ".",
+            "- Finished runs: " + ", ".join(f"{a.label} {len(runs.get(a.label, []))} of {len(setup.seeds_of(a))}"
+                                            for a in setup.arms)
+            + (f"; failed: {', '.join(f'{slug}-s{seed}' for slug, seed in failed)} (see logs/)" if failed else "")
+            + ".", f"- Seconds per run, training + evaluation, mean over runs: {', '.join(seconds)}.", ""]
 
 
-def write_report(setup, out, command, started, failed=()):
-    """DIR/compare.md and the figures, from the finished runs."""
-    runs, first = read_runs(setup, out), setup.algos[0]
+def write_report(setup, out, command, started, failed=(), report=False):
+    """DIR/compare.md and the figures, from the finished runs (report: of a configuration of record)."""
+    runs, first = read_runs(setup, out, report), setup.arms[0].label
     bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
              if r["summary"].get("base_metrics")}
-    title = f"{', '.join(setup.algos)} on {read_json(os.path.join(out, 'config.json'))['train']['task']}, " \
-            f"{setup.runs} runs each"
-    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first) + [reading_note(setup.runs), ""]
-    lines += configuration_lines(setup, out, runs, command, started, failed)
+    title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
+    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first)
+    lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""]
+    lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
     for key, name in METRICS.items():
@@ -407,13 +504,14 @@ def write_report(setup, out, command, started, failed=()):
         if ks:
             lines += [f"### {name}", ""] + step_table(runs, key, ks, bases) + [""]
     lines += [f"## Paired differences against {first}", ""]
-    for b, key in [(b, key) for b in setup.algos[1:] if first in runs and b in runs for key in PAIRED]:
-        seeds, rows = paired_rows(runs, first, b, key)
+    for b, key in [(a.label, key) for a in setup.arms[1:] if first in runs and a.label in runs for key in PAIRED]:
+        seeds, rows = paired_rows(runs, b, first, key)
         if rows:
             lines += [f"### {b} − {first}, {METRICS[key]}", ""] + table(
                 ["step", "k"] + [f"seed {s}" for s in seeds] + RUN_HEADER, rows) + [""]
     lines += ["## Figures", "", "Each faint line is one run; the bold line is the mean over runs.", "",
               "![pooled best@k against k](best_at_k.png) ![pooled best@k along training](over_training.png)", ""]
+    os.makedirs(out, exist_ok=True)
     if runs:
         figures(runs, bases, out, title)
     with open(os.path.join(out, "compare.md.tmp"), "w") as f:
@@ -425,22 +523,22 @@ def main(argv=None, in_process=False):
     argv = sys.argv[1:] if argv is None else list(argv)
     started = time.time()
     try:
-        setup, out, jobs = parse_command(argv)
-        check(setup, out)
+        setup, out, jobs, report = parse_command(argv)
+        check(setup, out, report)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     path = os.path.join(out, "config.json")
-    if not os.path.isfile(path):
+    if not report and not os.path.isfile(path):
         os.makedirs(out, exist_ok=True)
         with open(path + ".tmp", "w") as f:
             json.dump({"train": settings(setup), "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f,
                       indent=1)
         os.replace(path + ".tmp", path)
-    failed = run_all(setup, out, jobs, in_process)
-    write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed)
+    failed = [] if report else run_all(setup, out, jobs, in_process)
+    write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed, report)
     print(f"compare: {time.time() - started:.0f} s; {os.path.join(out, 'compare.md')}"
-          + (f"; FAILED: {', '.join(run_name(*f) for f in failed)}" if failed else ""))
+          + (f"; FAILED: {', '.join(f'{slug}-s{seed}' for slug, seed in failed)}" if failed else ""))
     return 1 if failed else 0
 
 

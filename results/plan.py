@@ -9,10 +9,16 @@ import os
 
 KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
 
-MAIN = [("GRPO", "grpo", ["--algo", "grpo"]),
-        ("VPO", "vpo", ["--algo", "vpo"])]
-BASELINES = [("Max@k", "max_at_k", ["--algo", "max_at_k"]),
-             ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"])]
+
+def record_arms(name):
+    """The arms of the experiment of record results/experiments/NAME.json (the file results.compare reads) as the
+    plan's (label, slug, train.py flags[, seeds])."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments", f"{name}.json")) as f:
+        arms = json.load(f)["arms"]
+    return [(a["label"], a["slug"], a["flags"], *([a["seeds"]] if "seeds" in a else [])) for a in arms]
+
+
+MAIN, BASELINES = record_arms("maze_v3")[:2], record_arms("maze_v3")[2:]
 
 FULL = {
     "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
@@ -82,15 +88,11 @@ CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
         ("VPO", "vpo", ["--algo", "vpo"])]
 CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
 CODE_REP = [arm for arm in CODE if arm[1] != "multi_rlvr"]   # the searched arms, retrained in the search's units
-# the reviewer's questions (results/PLAN_REVIEW.md); an arm's seeds: (label, slug, flags, seeds or None for all)
-MATCHED = [("matched GRPO", "grpo_matched", ["--algo", "grpo", "--match_budget"])]
-ABLATIONS = [("random-weight GRPO", "random_weight", ["--algo", "random_weight"]),
-             ("goal-conditioned GRPO", "goal_cond", ["--algo", "goal_cond"], [0]),
-             ("GDPO", "gdpo", ["--algo", "gdpo"], [0]),
-             ("MaxRL", "maxrl", ["--algo", "maxrl"], [0])]
-GEOMETRY = [(f"VPO, {spec}", f"vpo_{slug}", ["--algo", "vpo", "--reward_geometry", spec])
-            for spec, slug in (("collinear=0.5", "rho0.5"), ("collinear=0.8", "rho0.8"), ("collinear=0.95", "rho0.95"),
-                               ("merge=gold+diamonds", "merge_items"), ("repeat=gold", "repeat_gold"))]
+# the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms,
+# which the files compare against, are v3's again
+MATCHED = record_arms("maze_matched")[:1]
+ABLATIONS = [arm for arm in record_arms("maze_ablations") if arm[1] != "vpo"]
+GEOMETRY = record_arms("maze_geometry")[2:]
 GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1, "code_rep": CODE_REP,
           "matched": MATCHED, "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
@@ -168,11 +170,15 @@ def finished_runs(cfg, out, group):
     for j in jobs_of(cfg):
         directory = run_dir(out, j)
         if j["group"] == group and os.path.isfile(os.path.join(directory, "summary.json")):
-            runs[j["label"]].append({"seed": j["seed"], "slug": j["slug"], "dir": directory,
-                                     "summary": read_json(os.path.join(directory, "summary.json")),
-                                     "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl")),
-                                     "log": read_jsonl_or_empty(os.path.join(directory, "log.jsonl"))})
+            runs[j["label"]].append(read_run(directory, j["seed"], j["slug"]))
     return {label: r for label, r in runs.items() if r}
+
+
+def read_run(directory, seed, slug):
+    """A finished run as every table reads it: dict(seed, slug, dir, summary, evals, log)."""
+    return {"seed": seed, "slug": slug, "dir": directory, "summary": read_json(os.path.join(directory, "summary.json")),
+            "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl")),
+            "log": read_jsonl_or_empty(os.path.join(directory, "log.jsonl"))}
 
 
 def value(metrics, key, k):

@@ -70,13 +70,14 @@ def review_section(cfg, out):
         lines += ["The plan's reading of VPO at step 1000 − early-stopped GRPO:", ""]
         lines += table(["method", "k", "mean ± std", "reading (plan's rule)"] + RUN_COLUMNS,
                        [[name, f"k={k}", pm(ds), verdict(ds, "VPO (rerun)", f"early-stopped {name}", need)]
-                        + run_level(ds, "VPO (rerun)", f"early-stopped {name}") for (name, k), ds in ds_of.items()],
+                        + run_level(ds, "VPO (rerun)", f"early-stopped {name}")[1:4]
+                        for (name, k), ds in ds_of.items()],
                        PAIRED_STD_NOTE) + ["", run_note(max(len(ds) for ds in ds_of.values())), ""]
     lines += coverage_lines(read_review(cfg, out, "coverage.json"), need)
     points = geometry_points(cfg, out)
     if points:
         rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
-                + run_level(p["d"][48], "VPO", "GRPO")[:2]
+                + run_level(p["d"][48], "VPO", "GRPO")[1:3]
                 + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
                    f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
                 for p in points]

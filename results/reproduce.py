@@ -27,7 +27,6 @@ results.md is rewritten after every finished run. Tables: report.py; figures: fi
 """
 import argparse
 import concurrent.futures as cf
-import contextlib
 import json
 import multiprocessing
 import os
@@ -36,36 +35,8 @@ import sys
 import time
 
 from results import review_jobs, search_jobs
+from results.compare import base_file, cache_key, one_thread, one_thread_env, train_job
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
-
-
-def base_path(job, out):
-    """The cached warm start this job's run uses (on CPU, --warm_start resolved as train.py does)."""
-    import torch
-    import train
-    from runs.checks import check_method
-    from runs.cli import make_task
-    args = train.get_parser().parse_args(job["argv"] + ["--out_dir", runs_dir(out, job)])
-    check_method(args, make_task(args.task, args.task_opt))
-    return train.base_path(args, torch.device("cpu"))
-
-
-def _init_worker(threads):
-    import torch
-    torch.set_num_threads(threads)
-
-
-def train_job(argv, out_dir, log_path):
-    """One train.py run in this (worker) process, its output in log_path. -> its exit code."""
-    import train
-    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
-    if os.path.isfile(os.path.join(directory, "ckpt.pt")):
-        argv = argv + ["--resume"]
-    elif os.path.isdir(directory):
-        argv = argv + ["--overwrite"]
-    with open(log_path, "a") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
-        print(f"$ python train.py {' '.join(argv)} --out_dir {out_dir}", flush=True)
-        return train.main(argv + ["--out_dir", out_dir])
 
 
 def run_all(cfg, out, jobs=2, report=None, groups=None):
@@ -85,17 +56,13 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     search += review_jobs.pending(cfg, out, groups)
     os.makedirs(logs, exist_ok=True)
     bases = {(j["dir"], j["name"]): base_path(j, out) for j in train_jobs}
-    threads = 1 if jobs > 1 else None
-    saved = os.environ.get("OMP_NUM_THREADS")
-    if threads:
-        os.environ["OMP_NUM_THREADS"] = "1"  # the workers inherit it before they import torch
-    try:
-        return _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads)
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
+    with one_thread_env(jobs > 1):
+        return _run(cfg, out, jobs, report, train_jobs, search, bases, logs, 1 if jobs > 1 else None)
+
+
+def base_path(job, out):
+    """The cached warm start this job's run uses, as train.py resolves it."""
+    return base_file(job["argv"], runs_dir(out, job))
 
 
 def finished(cfg, out, job):
@@ -106,12 +73,6 @@ def finished(cfg, out, job):
     read = review_jobs.from_weights(cfg, out, job)
     return os.path.isfile(os.path.join(d, "summary.json")) and (os.path.isfile(os.path.join(d, "ckpt.pt"))
                                                                  or all(os.path.isfile(p) for p in read))
-
-
-def cache_key(path):
-    """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
-    with, never where)."""
-    return os.path.basename(os.path.dirname(path))
 
 
 def share_base(path, paths):
@@ -134,8 +95,7 @@ def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
     failed = []
     t0, started = time.perf_counter(), time.time()
     ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                initargs=(threads or os.cpu_count(),)) as pool:
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=one_thread if threads else None) as pool:
         running = {}
         while train_jobs or search or running:
             busy = {running[f]["base"] for f in running}

@@ -33,14 +33,15 @@ def table(header, rows, note=STD_NOTE):
     return lines
 
 
-def paired(runs, a, b, key, ks, step=None):
+def paired(runs, a, b, key, ks=None, step=None):
     """Per seed d_s(k) = key@k(a, s) − key@k(b, s) at an evaluation step (default: the end) for the seeds both
-    finished. -> (seeds, {k: [d_s]})."""
+    finished, at each of ks (default: every k of the metric). -> (seeds, {k: [d_s]})."""
     def metrics(r):
         return r["summary"]["metrics"] if step is None else at_step(r, step)
     ra = {r["seed"]: metrics(r) for r in runs.get(a, []) if metrics(r)}
     rb = {r["seed"]: metrics(r) for r in runs.get(b, []) if metrics(r)}
     seeds = sorted(set(ra) & set(rb))
+    ks = ks or sorted({int(k) for s in seeds for k in ra[s].get(key) or {}})
     return seeds, {k: [value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
                        if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
 
@@ -62,52 +63,54 @@ def verdict(ds, a, b, need=None):
 RUN_COLUMNS = ["95% interval over runs", "p (exact, runs)", "reading (runs)"]
 
 
-def run_note(n):
-    """What the run-level columns are, and what n paired runs can show."""
+def run_note(n, detectable=False, source="[runstats.py](runstats.py)"):
+    """What the run-level columns are, and what n paired runs can show (detectable: and that column)."""
     floor = smallest_p(n)
-    return (f"Run level ([runstats.py](runstats.py)): the training run is the unit. The interval is Student's t over "
+    return (f"Run level ({source}): the training run is the unit. The interval is Student's t over "
             f"the per-seed differences; p is the exact sign-flip test over the {n} paired runs, whose smallest "
             f"possible value is {floor:.3g}" + (", so no difference can reach α = 0.05 with this many runs (\"too few "
-            "runs for a test\")." if floor > 0.05 else "."))
+            "runs for a test\")." if floor > 0.05 else ".") + (" \"detectable\" is the smallest true difference this "
+            "many runs would find with 80% power at α = 0.05, given the spread of the differences." if detectable
+                                                               else ""))
 
 
 def run_level(ds, a, b):
-    """[95% interval, exact p, reading] of a − b over paired runs (results/runstats.py); dashes below two runs."""
+    """[mean, 95% interval, exact p, reading, detectable] of a − b over paired runs (results/runstats.py); dashes
+    below two runs."""
     if len(ds) < 2:
-        return ["-", "-", "-"]
+        return [signed(ds[0]) if ds else "-"] + ["-"] * 4
     c = differences_comparison(ds, a, b)
-    return [f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading]
+    return [signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", c.reading,
+            "-" if c.detectable is None else f"{c.detectable:.3f}"]
+
+
+def paired_rows(runs, a, b, key, ks=None, columns=run_level):
+    """(seeds, rows): a − b per evaluation step and k, each run of a paired with the run of b of the same seed: the
+    step, k, each seed's difference, then columns(differences, a, b) (default: the run-level columns)."""
+    rows, seen = [], []
+    for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
+        seeds, diffs = paired(runs, a, b, key, ks, step)
+        seen = seen or seeds
+        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + columns(ds, a, b)
+                 for k, ds in diffs.items() if ds]
+    return seen, rows
 
 
 def paired_table(runs, a, b, key, ks, name, need=None):
     """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading (none
     before the plan's `need` seeds have finished)."""
-    rows, seeds_seen = [], None
-    for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
-        seeds, diffs = paired(runs, a, b, key, ks, step)
-        if not seeds:
-            continue
-        seeds_seen = seeds_seen or seeds
-        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in diffs[k]] + [""] * (len(seeds_seen) - len(diffs[k]))
-                 + [pm(diffs[k]), verdict(diffs[k], a, b, need)] + run_level(diffs[k], a, b) for k in ks if diffs[k]]
+    seeds, rows = paired_rows(runs, a, b, key, ks,
+                              lambda ds, a, b: [pm(ds), verdict(ds, a, b, need)] + run_level(ds, a, b)[1:4])
     if not rows:
         return []
     return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
-        table(["step", "k"] + [f"seed {s}" for s in seeds_seen] + ["mean ± std", "reading (plan's rule)"]
-              + RUN_COLUMNS, rows, PAIRED_STD_NOTE) + ["", run_note(len(seeds_seen)), ""]
+        table(["step", "k"] + [f"seed {s}" for s in seeds] + ["mean ± std", "reading (plan's rule)"]
+              + RUN_COLUMNS, rows, PAIRED_STD_NOTE) + ["", run_note(len(seeds)), ""]
 
 
 def step_table(runs, key, ks, bases):
     """key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over seeds."""
-    rows = []
-    for label, rs in runs.items():
-        base = bases.get(rs[0]["summary"]["metrics"]["m"])
-        if base:
-            rows.append([label, "0 (base)", "-"] + [pm([value(base, key, k)]) for k in ks])
-        for step in eval_steps(rs):
-            ms = [at_step(r, step) for r in rs if at_step(r, step)]
-            rows.append([label, str(step), str(len(ms))] + [pm([value(m, key, k) for m in ms]) for k in ks])
-    return table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows)
+    return scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases)
 
 
 def scalar_step_table(runs, keys, bases):

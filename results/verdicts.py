@@ -9,8 +9,8 @@ problems solved per run, unpaired (exact permutation test of the method labels o
 """
 from results.plan import finished_runs, value
 from results.report_review import early_stopped, rerun_runs
-from results.runstats import differences_comparison, label_comparison, signed, smallest_p
-from results.tables import table, verdict
+from results.runstats import label_comparison, signed, smallest_p
+from results.tables import run_level, table, verdict
 
 
 def final(runs, label, key, k):
@@ -24,9 +24,8 @@ def paired_row(question, metric, a, b, name_a, name_b, need):
     if len(seeds) < 2:
         return None
     d = [a[s] - b[s] for s in seeds]
-    c = differences_comparison(d, name_a, name_b)
-    return [question, metric, " / ".join(signed(x) for x in d), signed(c.mean), f"[{signed(c.low)}, {signed(c.high)}]",
-            f"{c.p:.3g}", c.reading, verdict(d, name_a, name_b, need)]
+    return [question, metric, " / ".join(signed(x) for x in d), *run_level(d, name_a, name_b)[:4],
+            verdict(d, name_a, name_b, need)]
 
 
 def search_rows(cfg, out, key="search_rep"):

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from results import compare, reproduce
+from results import compare
+from results.tables import paired_rows
 from tasks import Task, get_task, in_test_split
 
 TINY = ["--algos", "grpo,vpo", "--runs", "2", "--steps", "2", "--eval_every", "1", "--n_layer", "1", "--n_head", "2",
@@ -77,7 +78,7 @@ def test_the_toy_end_to_end(toy):
         for step in (1, 2):
             assert re.search(rf"^\| {algo} \| {step} \| 2 \|", text, re.M), (algo, step)
     assert "### vpo − grpo, pooled best@k" in text and "| seed 0 | seed 1 |" in text
-    assert "smallest possible p is 0.5" in text and "too few runs for a test" in text
+    assert "smallest possible value is 0.5" in text and "too few runs for a test" in text
     for name in ("best_at_k.png", "over_training.png"):
         assert (toy / name).stat().st_size > 2000
     assert len(os.listdir(toy / "runs" / "base")) == 1   # one warm start, shared
@@ -100,7 +101,7 @@ def fake_run(argv, out_dir, log):
 
 def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, capsys):
     import json
-    setup, out, _ = compare.parse_command(["--task", "toy", *TINY, "--out", str(tmp_path)])
+    setup, out, _, _ = compare.parse_command(["--task", "toy", *TINY, "--out", str(tmp_path)])
     assert compare.run_all(setup, out, 2, job=fake_run) == [("vpo", 1)]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and sum("FAILED (3)" in line for line in lines) == 1
@@ -113,12 +114,12 @@ def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, cap
 def launches(monkeypatch):
     """The argv of every train.py run compare launches (in this process)."""
     no_run_figures(monkeypatch)
-    calls, train_job = [], reproduce.train_job
+    calls, train_job = [], compare.train_job
 
     def counted(argv, out_dir, log):
         calls.append(argv)
         return train_job(argv, out_dir, log)
-    monkeypatch.setattr(reproduce, "train_job", counted)
+    monkeypatch.setattr(compare, "train_job", counted)
     return calls
 
 
@@ -153,7 +154,7 @@ def test_runs_are_paired_by_seed():
     """GRPO finished seeds 0, 1, 2 and VPO only 1 and 2: VPO's run 1 is paired with GRPO's run 1, not its first."""
     grpo = [run({5: {"4": g}}, s) for s, g in enumerate([0.1, 0.2, 0.4])]
     vpo = [run({5: {"4": v}}, s) for s, v in ((1, 0.5), (2, 0.6))]
-    seeds, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    seeds, rows = paired_rows({"grpo": grpo, "vpo": vpo}, "vpo", "grpo", "pooled_best@k")
     assert seeds == [1, 2]
     # seed 1: 0.5 − 0.2; seed 2: 0.6 − 0.4; mean 0.25, exact p over 2 pairs 0.5 (both signs alike)
     assert rows == [["5", "k=4", "+0.300", "+0.200", "+0.250", rows[0][5], "0.5", "too few runs for a test", "-"]]
@@ -166,7 +167,7 @@ def test_six_runs_can_reach_a_reading():
     """With six pairs all of one sign the exact test gives 2/64 and a reading, and the detectable difference."""
     grpo = [run({3: {"1": 0.1 * s}}, s) for s in range(6)]
     vpo = [run({3: {"1": 0.1 * s + 0.05 + 0.01 * s}}, s) for s in range(6)]
-    _, rows = compare.paired_rows({"grpo": grpo, "vpo": vpo}, "grpo", "vpo", "pooled_best@k")
+    _, rows = paired_rows({"grpo": grpo, "vpo": vpo}, "vpo", "grpo", "pooled_best@k")
     assert rows[0][10:12] == ["0.0312", "vpo ahead"] and float(rows[0][12]) > 0
 
 
@@ -198,3 +199,73 @@ def test_a_directory_of_another_comparison_is_refused_untouched(toy, tmp_path, c
     assert compare.main(["--task", "toy", *TINY, "--out", str(tmp_path)]) == 2
     assert "no config.json" in capsys.readouterr().err
     assert snapshot(toy) == before and os.listdir(tmp_path) == ["notes.txt"]
+
+
+EXPERIMENTS = os.path.join(compare.ROOT, "results", "experiments")
+RECORDS = sorted(os.path.join(EXPERIMENTS, f) for f in os.listdir(EXPERIMENTS))
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=os.path.basename)
+def test_every_configuration_of_record_describes_its_committed_runs(path):
+    """Each file of results/experiments loads, and every run it names is committed, trained with the arm's
+    train.py settings as its summary.json records them."""
+    import train
+    setup = compare.read_config(path)
+    assert setup.dir and len(setup.arms) >= 2
+    for arm in setup.arms:
+        for seed in setup.seeds_of(arm):
+            d = os.path.join(arm.dir or setup.dir, compare.run_name(arm, seed))
+            recorded = compare.read_json(os.path.join(d, "summary.json"))["args"]
+            parsed = vars(train.get_parser().parse_args(setup.argv(arm, seed) + ["--out_dir", "x"]))
+            for key in ("task", "algo", "seed", "steps", "eval_every", "eval_problems", "eval_answers",
+                        "num_answers", "match_budget", "reward_geometry", "ckpt_every", "keep_eval_ckpts"):
+                assert recorded.get(key, parsed[key]) == parsed[key], (d, key)
+
+
+def test_report_reads_the_maze_reproduction_as_results_md_reports_it(tmp_path):
+    """--report on v3's configuration trains nothing, changes nothing committed, and gives results.md's numbers:
+    VPO − GRPO, pooled best@48 at step 1000, per seed +0.155 / +0.135 / +0.112, mean +0.134 [+0.080, +0.187]."""
+    runs = os.path.join(compare.ROOT, "results", "runs", "maze")
+    before = snapshot(runs)
+    out = tmp_path / "v3"
+    assert compare.main(["--config", os.path.join(EXPERIMENTS, "maze_v3.json"), "--report", "--out", str(out)]) == 0
+    text = (out / "compare.md").read_text()
+    assert "| VPO − GRPO | 1000 | k=48 | 3 | +0.134 | [+0.080, +0.187] | 0.25 | too few runs for a test |" in text
+    assert "| 1000 | k=48 | +0.155 | +0.135 | +0.112 | +0.134 | [+0.080, +0.187] | 0.25 |" in text
+    assert "| GRPO | 0 (base) | - | 0.024 | 0.068 | 0.126 | 0.217 | 0.335 | 0.456 |" in text   # results.md's row
+    assert snapshot(runs) == before and sorted(os.listdir(out)) == ["best_at_k.png", "compare.md", "over_training.png"]
+
+
+def write_config(tmp_path, **change):
+    """A copy of v3's configuration with some keys changed (None: removed), or the first arm's ("arm_KEY")."""
+    import json
+    c = compare.read_json(os.path.join(EXPERIMENTS, "maze_v3.json"))
+    for key, value in change.items():
+        where, key = (c["arms"][0], key[4:]) if key.startswith("arm_") else (c, key)
+        where.pop(key) if value is None else where.__setitem__(key, value)
+    (tmp_path / "c.json").write_text(json.dumps(c))
+    return str(tmp_path / "c.json")
+
+
+@pytest.mark.parametrize("change, extra, message", [
+    ({}, ["--config", "no/such.json"], "No such file or directory"),
+    ({"steps": "many"}, [], "'steps' is not int"),
+    ({"stepz": 3}, [], "unknown key 'stepz'"),
+    ({"arms": None}, [], "no 'arms'"),
+    ({"seeds": [0]}, [], "at least two seeds"),
+    ({"arm_flags": ["--algo", "grpo", "--frobnicate", "3"]}, [], "arm 'GRPO': unrecognized arguments: --frobnicate"),
+    ({"arm_flags": ["--algo", "ppo"]}, [], "arm 'GRPO': argument --algo: invalid choice: 'ppo'"),
+    ({"arm_flags": ["--lr", "1e-4"]}, [], "arm 'GRPO' needs --algo"),
+    ({"arm_slug": "vpo"}, [], "different labels and slugs"),
+    ({"flags": ["--seed", "3"]}, [], "--seed is set by results.compare"),
+    ({}, ["--algos", "grpo,vpo"], "--algos is set by the configuration file"),
+    ({"dir": "results/runs/nowhere"}, ["--report"], "results/runs/nowhere holds no runs"),
+])
+def test_a_bad_configuration_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, change, extra, message):
+    monkeypatch.setattr(compare, "run_all", lambda *a, **k: pytest.fail("a bad configuration was trained"))
+    out = tmp_path / "out"
+    argv = extra if "--config" in extra else ["--config", write_config(tmp_path, **change), *extra]
+    assert compare.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not out.exists()

@@ -188,11 +188,9 @@ def test_paired_differences_per_evaluation_step():
     assert seeds == [0, 1] and d[48] == pytest.approx([0.1, 0.1])
     assert report.paired(runs, "VPO", "GRPO", "pooled_best@k", [48], step=4)[1][48] == pytest.approx([0.8, 0.8])
     lines = report.paired_table(runs, "VPO", "GRPO", "pooled_best@k", [48], "pooled")
-    # the plan's rule, then the run level: two equal differences have no spread, and two runs allow p = 0.5 at best
-    assert ("| 2 | k=48 | +0.100 | +0.100 | 0.100 ± 0.000 | VPO ahead on every seed | [+0.100, +0.100] | 0.5 | "
-            "too few runs for a test |") in lines
-    assert ("| 4 | k=48 | +0.800 | +0.800 | 0.800 ± 0.000 | VPO ahead on every seed | [+0.800, +0.800] | 0.5 | "
-            "too few runs for a test |") in lines
+    for row in ("| 2 | k=48 | +0.100 | +0.100 | 0.100 ± 0.000 | VPO ahead on every seed | [+0.100, +0.100] | 0.5 |",
+                "| 4 | k=48 | +0.800 | +0.800 | 0.800 ± 0.000 | VPO ahead on every seed | [+0.800, +0.800] | 0.5 |"):
+        assert any(line.startswith(row) for line in lines), row
     # the table says which spread its ± is, once, after a blank line (a line right under a table is one more row)
     assert lines.count(report.PAIRED_STD_NOTE) == 1 and lines[lines.index(report.PAIRED_STD_NOTE) - 1] == ""
 

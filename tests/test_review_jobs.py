@@ -138,9 +138,9 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     assert "grpo-s0: log.jsonl first differs at row 2, eval.jsonl equal" in text
     mine = [line for line in lines if line.startswith("| 1000 | k=48 |")]
     v3_row = next(line for line in open("results/results.md").read().splitlines() if line.startswith("| 1000 | k=48 |"))
-    cells = lambda line: [c for i, c in enumerate(line.split("|")[1:-1]) if i != 6]  # noqa: E731 (reading 6 names arms)
+    cells = lambda line: [c for i, c in enumerate(line.split("|")[1:-1]) if i != 6]   # noqa: E731 (6: the plan's reading, which names the arms)
     assert len(mine) == 4 and cells(mine[0]) == cells(mine[3]) == cells(v3_row)   # VPO − GRPO; VPO − matched GRPO
-    assert mine[3].endswith("| VPO (rerun) ahead on every seed | [+0.080, +0.187] | 0.25 | too few runs for a test |")
+    assert "| VPO (rerun) ahead on every seed |" in mine[3]
     row = next(line for line in lines if line.startswith("| VPO, collinear=0.5 |"))
     assert row.startswith("| VPO, collinear=0.5 | 2 |") and "0.077 ± 0.012 |" in row   # (+0.089 + 0.064) / 2 at k=48
     assert row.endswith("| 0.500 / 2.00 |")
