@@ -25,7 +25,6 @@ docs/compare.md says how to read compare.md.
 """
 import argparse
 import concurrent.futures as cf
-import contextlib
 import json
 import multiprocessing
 import os
@@ -39,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.plan import QUICK, at_step, eval_steps, read_json, read_run, value
+from results.jobs import InProcess, base_file, cache_key, one_thread, one_thread_env, train_job  # noqa: F401
+from results.plan import QUICK, eval_steps, read_json, read_run
 from results.runstats import smallest_p
 from results.tables import paired, paired_rows, run_level, run_note, step_table, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
@@ -259,76 +259,6 @@ def check(setup, out, report=False):
 
 
 # ---------------------------------------------------------------------------------------------------- runs
-def one_thread():
-    import torch
-    torch.set_num_threads(1)
-
-
-class InProcess:
-    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
-    def submit(self, fn, *args):
-        future = cf.Future()
-        try:
-            future.set_result(fn(*args))
-        except Exception as e:   # as a worker would report it
-            future.set_exception(e)
-        return future
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def base_file(argv, out_dir):
-    """The checkpoint a run starts from: its --init, or the cached warm start as train.py resolves it on the run's
-    device."""
-    import train
-    from runs.checks import check_method
-    from runs.cli import make_task, pick_device
-    args = train.get_parser().parse_args(argv + ["--out_dir", out_dir])
-    if args.init:
-        return args.init
-    check_method(args, make_task(args.task, args.task_opt))
-    return train.base_path(args, pick_device(args.device))
-
-
-def cache_key(path):
-    """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
-    with, never where)."""
-    return os.path.basename(os.path.dirname(path))
-
-
-def train_job(argv, out_dir, log_path):
-    """One train.py run in this (worker) process, its output in log_path; a run with a checkpoint is resumed, a
-    directory without one overwritten. -> its exit code."""
-    import train
-    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
-    if os.path.isfile(os.path.join(directory, "ckpt.pt")):
-        argv = argv + ["--resume"]
-    elif os.path.isdir(directory):
-        argv = argv + ["--overwrite"]
-    with open(log_path, "a") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
-        print(f"$ python train.py {' '.join(argv)} --out_dir {out_dir}", flush=True)
-        return train.main(argv + ["--out_dir", out_dir])
-
-
-@contextlib.contextmanager
-def one_thread_env(on=True):
-    """OMP_NUM_THREADS=1 (when on) while worker processes start: they inherit it before they import torch."""
-    saved = os.environ.get("OMP_NUM_THREADS")
-    if on:
-        os.environ["OMP_NUM_THREADS"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
-
-
 def pending(setup, out):
     """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
     return [(arm, seed) for seed in sorted({s for arm in setup.arms for s in setup.seeds_of(arm)})
@@ -413,41 +343,6 @@ def verdict_lines(runs, first):
             ""] + table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
-def figures(runs, bases, out, title):
-    """best_at_k.png: pooled best@k against k at the last step; over_training.png: pooled best@k at the largest k
-    along training (step 0: the warm start). Each run a faint line, the mean over runs bold."""
-    from runs.plots import plt
-    largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][HEADLINE])
-    for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
-        fig, ax = plt.subplots(figsize=(6, 4.2))
-        for i, (arm, rs) in enumerate(runs.items()):
-            last = max(eval_steps(rs))
-            if name == "best_at_k":
-                xs = sorted(int(k) for k in at_step(rs[0], last)[HEADLINE])
-                lines = [[value(at_step(r, last), HEADLINE, k) for k in xs] for r in rs if at_step(r, last)]
-                label = f"{arm}, step {last}"
-            else:
-                base = bases.get(rs[0]["summary"]["metrics"]["m"])
-                xs = ([0] if base else []) + eval_steps(rs)
-                lines = [[value(base if s == 0 else at_step(r, s), HEADLINE, largest) for s in xs] for r in rs
-                         if all(s == 0 or at_step(r, s) for s in xs)]
-                label = arm
-            for line in lines:
-                ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)
-            ax.plot(xs, np.mean(lines, axis=0), "o-", color=f"C{i}", lw=2.5, label=f"{label} (mean of {len(lines)})")
-        if name == "best_at_k":
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(xs, [str(k) for k in xs])
-        ax.set_title(f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
-                                      f"pooled best@{largest} along training"), fontsize=10)
-        ax.set_xlabel(xlabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
-        plt.close(fig)
-
-
 def commit():
     """The repository's commit ('abc1234', '+ uncommitted changes' where the work tree differs), or 'unknown'."""
     try:
@@ -513,7 +408,8 @@ def write_report(setup, out, command, started, failed=(), report=False):
               "![pooled best@k against k](best_at_k.png) ![pooled best@k along training](over_training.png)", ""]
     os.makedirs(out, exist_ok=True)
     if runs:
-        figures(runs, bases, out, title)
+        from results.figures import compare_figures
+        compare_figures(runs, bases, out, title, HEADLINE)
     with open(os.path.join(out, "compare.md.tmp"), "w") as f:
         f.write("\n".join(lines))
     os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))

@@ -408,3 +408,37 @@ def dimensions_figure(points, code, path, suptitle, k=48):
         ax.axhline(0.0, color="0.7", lw=0.8)
         _label(ax, f"VPO − GRPO at k = {k} (seeds: dots; mean: diamond)", xlabel)
     _save(fig, axes[0][0], path, suptitle)
+
+
+def compare_figures(runs, bases, out, title, key="pooled_best@k"):
+    """best_at_k.png: pooled best@k against k at the last step; over_training.png: pooled best@k at the largest k
+    along training (step 0: the warm start), for results/compare.py. Each run a faint line, the mean bold."""
+    largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][key])
+    for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
+        fig, ax = plt.subplots(figsize=(6, 4.2))
+        for i, (arm, rs) in enumerate(runs.items()):
+            last = max(eval_steps(rs))
+            if name == "best_at_k":
+                xs = sorted(int(k) for k in at_step(rs[0], last)[key])
+                lines = [[value(at_step(r, last), key, k) for k in xs] for r in rs if at_step(r, last)]
+                label = f"{arm}, step {last}"
+            else:
+                base = bases.get(rs[0]["summary"]["metrics"]["m"])
+                xs = ([0] if base else []) + eval_steps(rs)
+                lines = [[value(base if s == 0 else at_step(r, s), key, largest) for s in xs] for r in rs
+                         if all(s == 0 or at_step(r, s) for s in xs)]
+                label = arm
+            for line in lines:
+                ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)
+            ax.plot(xs, np.mean(lines, axis=0), "o-", color=f"C{i}", lw=2.5, label=f"{label} (mean of {len(lines)})")
+        if name == "best_at_k":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(k) for k in xs])
+        ax.set_title(f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
+                                      f"pooled best@{largest} along training"), fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
+        plt.close(fig)

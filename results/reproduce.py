@@ -35,7 +35,7 @@ import sys
 import time
 
 from results import review_jobs, search_jobs
-from results.compare import base_file, cache_key, one_thread, one_thread_env, train_job
+from results.jobs import base_file, cache_key, one_thread, one_thread_env, train_job
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
 
 
