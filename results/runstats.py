@@ -33,14 +33,14 @@ TOL = 1e-12              # a rearranged statistic "as extreme" as the observed o
 
 
 def t_cdf(x, df):
-    """P(T ≤ x) for Student's t with df degrees of freedom (df > 0, not necessarily whole): Simpson's rule on the
-    density from 0 to |x| (4,000 intervals; error below 1e-9 for df ≥ 1)."""
+    """P(T ≤ x) for Student's t with df degrees of freedom (df > 0, not necessarily whole). With x = √df tan θ the
+    density becomes c √df cos^(df−1) θ on a bounded θ range, integrated by Simpson's rule (4,000 intervals)."""
     if x == 0:
         return 0.5
     c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    t = np.linspace(0.0, abs(x), 4001)
-    f = c * (1 + t * t / df) ** (-(df + 1) / 2)
-    area = (t[1] - t[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+    theta = np.linspace(0.0, math.atan(abs(x) / math.sqrt(df)), 4001)
+    f = c * math.sqrt(df) * np.cos(theta) ** (df - 1)
+    area = (theta[1] - theta[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
     return 0.5 + math.copysign(area, x)
 
 

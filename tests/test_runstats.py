@@ -11,7 +11,8 @@ from search import discordant_test, solved_only_by
 
 
 @pytest.mark.parametrize("q, df, x", [(0.975, 1, 12.706205), (0.975, 2, 4.302653), (0.975, 9, 2.262157),
-                                      (0.975, 29, 2.045230), (0.8, 2, 1.060660), (0.8, 9, 0.883404)])
+                                      (0.975, 29, 2.045230), (0.8, 2, 1.060660), (0.8, 9, 0.883404),
+                                      (0.9875, 2, 6.205347), (0.9875, 18, 2.445004)])
 def test_t_quantiles_match_the_tables(q, df, x):
     assert t_quantile(q, df) == pytest.approx(x, abs=2e-5)
     assert t_cdf(x, df) == pytest.approx(q, abs=1e-6)
