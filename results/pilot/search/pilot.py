@@ -28,7 +28,7 @@ import time
 import torch
 
 from evaluate import evaluate
-from runs.cli import load_run
+from runs.cli import UsageError, load_run
 from runs.dirs import machine
 
 
@@ -131,7 +131,11 @@ def main(argv=None):
     if os.path.isfile(a.out):
         print(f"{a.out} exists; not made again")
         return 0
-    {"screen": screen, "hard": hard, "validate": validate, "search": search}[a.step](a)
+    try:
+        {"screen": screen, "hard": hard, "validate": validate, "search": search}[a.step](a)
+    except (OSError, UsageError, KeyError, ValueError) as e:   # a missing or foreign file, a bad index
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
