@@ -1,0 +1,82 @@
+"""The search experiment's command (results/search_claim.py): the warm start's check, t*, and one seed's units end
+to end on a tiny model, resumed and redone."""
+import json
+import os
+from dataclasses import replace
+
+import pytest
+
+from results import search_claim as sc
+
+
+def write_log(path, losses):
+    with open(path, "w") as f:
+        for i, loss in enumerate(losses):
+            f.write(json.dumps({"step": i + 1, "loss": loss}) + "\n")
+
+
+def test_first_difference_by_hand(tmp_path):
+    a, b, c, d = (str(tmp_path / n) for n in "abcd")
+    write_log(a, [3.0, 2.0, 1.0])
+    write_log(b, [3.0, 2.0, 1.0])
+    write_log(c, [3.0, 2.0, 1.5])
+    write_log(d, [3.0, 2.0])
+    assert sc.first_difference(a, b) is None
+    assert sc.first_difference(a, c) == 3
+    assert sc.first_difference(a, d) == 3   # a log cut short differs where it ends
+
+
+def test_block_a_only_for_the_reference_log(tmp_path):
+    ref, same, other = (str(tmp_path / n) for n in ("ref.jsonl", "same.jsonl", "other.jsonl"))
+    write_log(ref, [1.0, 0.5])
+    write_log(same, [1.0, 0.5])
+    write_log(other, [1.0, 0.25])
+    claim = replace(sc.PLAN, record="rec", reference="ref.jsonl")
+    assert sc.block(claim, same, root=str(tmp_path)) == (str(tmp_path / "rec"), None)
+    where, step = sc.block(claim, other, root=str(tmp_path))
+    assert step == 2 and os.path.basename(where).startswith("rec-rep-")
+
+
+def test_t_star_is_the_best_validation_step_the_earlier_on_a_tie():
+    rows = [{"step": s, "pooled_pass_target@k": {48: v}} for s, v in ((50, 0.5), (100, 0.75), (150, 0.75), (200, 0.1))]
+    assert sc.best_step(rows, 48) == 100
+    assert sc.best_step(rows[2:], 48) == 150
+
+
+def test_one_seed_end_to_end_resumed_and_redone(tmp_path):
+    out = str(tmp_path / "out")
+    claim = replace(sc.QUICK_CLAIM, seeds=(0,), record=str(tmp_path / "record"), early="grpo", arms=("grpo",))
+    logs = os.path.join(out, "logs")
+    os.makedirs(logs)
+    sc.ensure_warm_start(claim, out, logs)
+    rec = claim.record
+    for arm in ("grpo", "base"):
+        assert sc.unit_job(claim, out, rec, arm, 0, os.path.join(logs, f"{arm}.log")) == 0
+        assert sc.unit_done(claim, rec, arm, 0)
+    v = json.load(open(os.path.join(rec, "validate-grpo-s0.json")))
+    assert [r["step"] for r in v["rows"]] == [1, 2] and v["last"] == 2 and v["t_star"] in (1, 2)
+    early = [f for f in os.listdir(rec) if "grpo_early" in f]
+    assert len(early) == (3 if v["t_star"] == 1 else 0)
+    evolve = json.load(open(os.path.join(rec, "evolve-grpo-s0.json")))
+    assert evolve["seed"] == 2000 and evolve["budget"] == 27 and len(evolve["results"]) == 2
+    assert json.load(open(os.path.join(rec, "evolve-base-s0.json")))["m"] == 1
+    # done: nothing is made again
+    stamps = {f: os.path.getmtime(os.path.join(rec, f)) for f in os.listdir(rec) if f.endswith(".json")}
+    assert sc.unit_job(claim, out, rec, "grpo", 0, os.path.join(logs, "grpo.log")) == 0
+    assert stamps == {f: os.path.getmtime(os.path.join(rec, f)) for f in stamps}
+    # half done and its weights gone (another machine): the unit's files are deleted and it is redone whole
+    os.remove(os.path.join(rec, "sample-grpo-s0.json"))
+    import shutil
+    shutil.rmtree(os.path.join(out, "runs", "grpo-s0"))
+    assert not sc.unit_done(claim, rec, "grpo", 0)
+    assert sc.unit_job(claim, out, rec, "grpo", 0, os.path.join(logs, "grpo.log")) == 0
+    assert sc.unit_done(claim, rec, "grpo", 0)
+    assert os.path.getmtime(os.path.join(rec, "pool-grpo-s0.json")) > stamps["pool-grpo-s0.json"]
+
+
+@pytest.mark.parametrize("argv", [["--jobs", "0"], ["--bogus"], ["--units", "x"]])
+def test_bad_input_one_line_exit_2(argv, capsys, tmp_path):
+    assert sc.main(argv + ["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert not os.path.exists(tmp_path / "o")
