@@ -80,3 +80,29 @@ def test_bad_input_one_line_exit_2(argv, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert not os.path.exists(tmp_path / "o")
+
+
+def test_the_plans_deciding_test_on_its_own_example():
+    """PLAN_SEARCH.md: label_comparison over 11 runs per arm is exact (all C(22, 11) = 705,432 arrangements), so
+    its smallest p is 2 / 705,432; Holm over the two deciding pairs tests the smaller p at 0.025, the other at 0.05."""
+    import itertools
+    import math
+
+    import numpy as np
+
+    from results.runstats import detectable_difference, label_comparison, label_p
+    from search import holm
+    vpo, grpo = list(range(20, 31)), list(range(11))          # every VPO run above every GRPO run
+    c = label_comparison(vpo, grpo, "VPO", "GRPO")
+    assert math.comb(22, 11) == 705432
+    assert c.p == pytest.approx(2 / 705432) and c.floor == pytest.approx(2 / 705432) and c.reading == "VPO ahead"
+    # the search of record's runs at 768 answers (the plan's power table): the label test by brute force
+    a, b = [19, 7, 8], [12, 10, 13]
+    both, observed = a + b, abs(np.mean(a) - np.mean(b))
+    extreme = sum(abs(np.mean([both[i] for i in s]) - np.mean([both[i] for i in range(6) if i not in s])) >= observed
+                  for s in itertools.combinations(range(6), 3))
+    assert label_p(a, b) == pytest.approx(extreme / 20)
+    # the plan's sd scaled to 128 problems, 6.44: 11 runs per arm find 8.1 with 80% power at alpha = 0.05
+    assert detectable_difference(4.83 * 128 / 96, 11, 11) == pytest.approx(8.1, abs=0.05)
+    assert holm([0.02, 0.04]) == [True, True] and holm([0.03, 0.04]) == [False, False]
+    assert holm([0.04, 0.01]) == [True, True] and holm([0.06, 0.01]) == [False, True]
