@@ -30,7 +30,6 @@ import os
 import time
 
 from results.plan import CODE_PLANS, code_problems, read_json
-from runs.dirs import machine
 
 
 def group_of(cfg, key="search"):
@@ -83,6 +82,7 @@ def screen_job(ckpt, n, answers, path, ids=None):
     """The checkpoint's evaluation pool on the first n test problems (or on those of them listed in ids): solved
     answers per problem."""
     from evaluate import evaluate
+    from runs.dirs import machine
     t0 = time.perf_counter()
     model, task, m = _load(ckpt)
     pool = task.problems("test", n, seed=0)
@@ -158,6 +158,7 @@ def write_targets(cfg, out):
 def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
     """evolve or sample from one checkpoint on one chunk (index, first, end) of the hard problems, with the plan's
     budget and search seed seed + index."""
+    from runs.dirs import machine
     from search import evolve, sample_until_solved
     t0 = time.perf_counter()
     model, task, m = _load(ckpt)
