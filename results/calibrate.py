@@ -248,11 +248,8 @@ def main(argv=None):
         print(templates_table())
         return 0
     if args.table:
-        print(table(rows))
-        print()
-        print(family_table(read_jsonl_or_empty(FAMILIES_PATH)))
-        print()
-        print(forms_table(read_jsonl_or_empty(FORMS_PATH)))
+        print("\n\n".join([table(rows), family_table(read_jsonl_or_empty(FAMILIES_PATH)),
+                           forms_table(read_jsonl_or_empty(FORMS_PATH))]))
         return 0
     if args.figure:
         figure(rows, os.path.join(os.path.dirname(PATH), f"base_pass_at_k_code_{args.figure}.png"), args.figure)
