@@ -205,8 +205,8 @@ def test_the_committed_hard_targets_are_the_hard_problems():
 
 
 def test_the_code_sections_of_results_md_are_what_report_code_writes():
-    """From the committed runs and search files, each code plan's section (v2, the search of record, v1) is a block
-    of the committed results.md, byte for byte: a change to report_code.py that changes a table fails here."""
+    """Each code plan's section (v2, the search of record, v1), written from the committed files, is a block of the
+    committed results.md, byte for byte."""
     out = os.path.dirname(plan.__file__)
     text = open(os.path.join(out, "results.md")).read()
     for group, key in plan.CODE_PLANS:
