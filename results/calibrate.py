@@ -25,6 +25,9 @@ import time
 
 import numpy as np
 
+from results import tables
+from results.plan import read_jsonl_or_empty
+
 CONFIGS = {
     # name: task options, supervised steps (batch 64, lr 2e-3), evaluation points along the schedule
     # the default before the calibration:
@@ -45,12 +48,10 @@ PATH = os.path.join(os.path.dirname(__file__), "calibration", "code.jsonl")
 KS = (1, 3, 6, 12, 24, 48)
 
 
-def measured(path=PATH):
-    rows = []
-    if os.path.isfile(path):
-        with open(path) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    return rows
+def record(path, row):
+    """Append one measured row to a jsonl file of results/calibration/."""
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def calibrate(name, cfg, out, problems_n=64, answers=48):
@@ -84,8 +85,7 @@ def calibrate(name, cfg, out, problems_n=64, answers=48):
                    "eval_seconds": round(time.perf_counter() - t, 1),
                    **{key: metrics[key] for key in ("pass@k", "pass_hidden@k", "best@k", "pooled_best@k",
                                                     "diversity", "valid_rate", "distinct_rate")}}
-            with open(PATH, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            record(PATH, row)
             print(f"{name} step {step} m={m}: pass@1/48 {metrics['pass@k'].get(1, float('nan')):.3f} / "
                   f"{metrics['pass@k'][48]:.3f}, hidden@48 {metrics['pass_hidden@k'][48]:.3f}, "
                   f"best@48 {metrics['best@k'][48]:.3f}", flush=True)
@@ -100,23 +100,27 @@ def calibrate(name, cfg, out, problems_n=64, answers=48):
 FAMILIES_PATH = os.path.join(os.path.dirname(PATH), "families.jsonl")
 
 
+def final_base(name, out, problems_n):
+    """(model, task, problems): a configuration's final base, in eval mode, and the first problems_n held-out
+    problems (seed 0) of its task."""
+    import torch
+    from runs.cli import load_model, make_task
+    model = load_model(os.path.join(out, name, "ckpt.pt"), torch.device("cpu"))[0].eval()
+    task = make_task("code", CONFIGS[name]["task_opt"])
+    return model, task, task.problems("test", problems_n, seed=0)
+
+
 def per_family(name, out, problems_n=256, answers=48):
     """The final base of a configuration, m = 1, on the first problems_n held-out problems: for each family, the
     fraction of its problems solved within `answers` answers (48 at T = 0.7, the evaluation's pool)."""
-    import torch
     from evaluate import evaluate
-    from runs.cli import load_model, make_task
-    cfg = CONFIGS[name]
-    model = load_model(os.path.join(out, name, "ckpt.pt"), torch.device("cpu"))[0]
-    task = make_task("code", cfg["task_opt"])
-    problems = task.problems("test", problems_n, seed=0)
+    model, task, problems = final_base(name, out, problems_n)
     metrics, _ = evaluate(model, task, problems, 1, [1, answers], answers, 0.7)
     row = {"name": name, "problems": problems_n, "answers": answers, "families": {}}
     for family in dict.fromkeys(p.family for p in problems):
         solved = [s > 0 for p, s in zip(problems, metrics["solved_per_problem"]) if p.family == family]
         row["families"][family] = {"problems": len(solved), "solved": float(np.mean(solved))}
-    with open(FAMILIES_PATH, "a") as f:
-        f.write(json.dumps(row) + "\n")
+    record(FAMILIES_PATH, row)
     print(json.dumps(row))
 
 
@@ -129,13 +133,9 @@ def forms(name, out, problems_n=256, answers=12):
     the share of the answers in each form of results.report.answer_form (three constant levels, abs, ...)."""
     import torch
     from results.report_code import FORMS, answer_form
-    from runs.cli import load_model, make_task
     from runs.seeding import step_seed
     from sample import rollout
-    cfg = CONFIGS[name]
-    model = load_model(os.path.join(out, name, "ckpt.pt"), torch.device("cpu"))[0].eval()
-    task = make_task("code", cfg["task_opt"])
-    problems = task.problems("test", problems_n, seed=0)
+    model, task, problems = final_base(name, out, problems_n)
     with torch.no_grad():
         _, _, texts, _, _ = rollout(model, task, problems, 1, answers, 0.7, amp=False,
                                     seeds=[step_seed(0, 8, i) for i in range(len(problems))])
@@ -146,29 +146,21 @@ def forms(name, out, problems_n=256, answers=12):
         row["families"][family] = {"problems": sum(p.family == family for p in problems), "answers": len(written),
                                    **{f: sum(answer_form(a) == f for a in written) / max(1, len(written))
                                       for f in FORMS}}
-    with open(FORMS_PATH, "a") as f:
-        f.write(json.dumps(row) + "\n")
+    record(FORMS_PATH, row)
     print(json.dumps(row))
 
 
 def forms_table(rows, shown=("three levels", "abs", "remainder", "clip", "min/max")):
-    lines = ["| base | family | problems | answers | " + " | ".join(shown) + " |",
-             "|---|---|---|---|" + "---|" * len(shown)]
-    for r in rows:
-        for family, v in r["families"].items():
-            lines.append(f"| {r['name']} | {family} | {v['problems']} | {v['answers']} | "
-                         + " | ".join(f"{v[f]:.2f}" for f in shown) + " |")
-    return "\n".join(lines)
+    return "\n".join(tables.table(["base", "family", "problems", "answers", *shown], [
+        [r["name"], family, str(v["problems"]), str(v["answers"])] + [f"{v[f]:.2f}" for f in shown]
+        for r in rows for family, v in r["families"].items()]))
 
 
 def family_table(rows):
     names = sorted({f for r in rows for f in r["families"]})
-    lines = ["| base | problems | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
-    for r in rows:
-        lines.append(f"| {r['name']} | {r['problems']} | " + " | ".join(
-            f"{r['families'][f]['solved']:.2f} ({r['families'][f]['problems']})" if f in r["families"] else "-"
-            for f in names) + " |")
-    return "\n".join(lines)
+    return "\n".join(tables.table(["base", "problems", *names], [[r["name"], str(r["problems"])] + [
+        f"{r['families'][f]['solved']:.2f} ({r['families'][f]['problems']})" if f in r["families"] else "-"
+        for f in names] for r in rows]))
 
 
 def templates_table(n=500, seed=0):
@@ -251,16 +243,13 @@ def main(argv=None):
     ap.add_argument("--figure", choices=sorted(CONFIGS), default=None,
                     help="draw results/calibration/base_pass_at_k_code_NAME.png for this configuration")
     args = ap.parse_args(argv)
-    rows = measured()
+    rows = read_jsonl_or_empty(PATH)
     if args.templates:
         print(templates_table())
         return 0
     if args.table:
-        print(table(rows))
-        print()
-        print(family_table(measured(FAMILIES_PATH)))
-        print()
-        print(forms_table(measured(FORMS_PATH)))
+        print("\n\n".join([table(rows), family_table(read_jsonl_or_empty(FAMILIES_PATH)),
+                           forms_table(read_jsonl_or_empty(FORMS_PATH))]))
         return 0
     if args.figure:
         figure(rows, os.path.join(os.path.dirname(PATH), f"base_pass_at_k_code_{args.figure}.png"), args.figure)

@@ -82,12 +82,9 @@ QUICK = {
 }
 # the code comparison, v2 (results/PLAN_CODE.md): GRPO, GRPO with VPO's answers per prompt, Multi-RLVR and VPO,
 # then evolutionary search; v1 (superseded, reported only): GRPO, Multi-RLVR and VPO
-CODE = [("GRPO", "grpo", ["--algo", "grpo"]),
-        ("matched GRPO", "grpo_matched", ["--algo", "grpo", "--match_budget"]),
-        ("Multi-RLVR", "multi_rlvr", ["--algo", "multi_rlvr"]),
-        ("VPO", "vpo", ["--algo", "vpo"])]
+CODE = record_arms("code_v2")
 CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
-CODE_REP = [arm for arm in CODE if arm[1] != "multi_rlvr"]   # the searched arms, retrained in the search's units
+CODE_REP = record_arms("code_rep")   # the searched arms, retrained in the search's units
 # the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms,
 # which the files compare against, are v3's again
 MATCHED = record_arms("maze_matched")[:1]

@@ -9,6 +9,8 @@ import re
 import numpy as np
 
 from results.plan import KS, base_metrics, code_problems, code_task, finished_runs, read_json, value
+from results.search_jobs import (HOW, NAMES, label, path_of, read_searches, solved_rule, solved_within, target_solved,
+                                 targets_path)
 from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_table,
                             table)
 from results.verdicts import run_level_search_lines
@@ -23,41 +25,35 @@ def code_section(cfg, out, group="code", key="search"):
         return []
     g = cfg[group]
     bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
-    ks, need = KS[1:], len(g["seeds"])
+    ks, need, v2 = KS[1:], len(g["seeds"]), not g.get("frozen")
     if g.get("units"):
         return replicate_section(cfg, out, group, runs, bases)
-    if g.get("frozen"):
-        lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
-                 f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
-                 "random, which paid a three-level template more than the right program (PLAN_CODE.md, \"Why v1 is "
-                 f"superseded\"); reported as measured, files under results/runs/{g['dir']}/.", ""]
-    else:
+
+    def vs_grpo(metric, at, name):  # VPO against GRPO, and against matched GRPO where it ran (v2)
+        return [line for b in ("GRPO", "matched GRPO") for line in paired_table(runs, "VPO", b, metric, at, name, need)]
+    if v2:
         lines = [f"## Code, plan v2 (shown tests that pay for the program): {g['steps']} RL steps, "
                  f"{g['steps'] * 8:,} prompts per arm", "",
                  "Plan v2 of [PLAN_CODE.md](PLAN_CODE.md); GRPO writes 8 answers per prompt and step, matched GRPO "
                  f"24 (24 rollouts), Multi-RLVR and VPO 24 (8 rollouts of 3); files under results/runs/{g['dir']}/.",
                  ""]
-    lines += [f"pass@k (every shown test passes) over whole rollouts (k/m rollouts of m answers) at each evaluation "
-              f"step, {first_metrics(runs)['problems']} held-out problems, 48 answers each:", ""]
-    lines += step_table(runs, "pass@k", ks, bases) + [""]
-    single = [b for b in ("GRPO", "matched GRPO") if b in runs]
-    for b in single:
-        lines += paired_table(runs, "VPO", b, "pass@k", ks, "pass@k", need)
-    lines += ["Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that solve):",
-              ""]
-    lines += step_table(runs, "pooled_pass@k", KS, bases) + [""]
-    if not g.get("frozen"):
-        for b in single:
-            lines += paired_table(runs, "VPO", b, "pooled_pass@k", (1,), "pooled pass@1", need)
-    lines += ["pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", ""]
-    lines += step_table(runs, "pass_hidden@k", ks, bases) + [""]
-    lines += target_lines(runs, ks, bases)
-    lines += ["Code best@k (the fraction of shown tests passed by the best of k answers) over whole rollouts:", ""]
-    lines += step_table(runs, "best@k", ks, bases) + [""]
-    for b in single:
-        lines += paired_table(runs, "VPO", b, "best@k", ks, "code best@k", need)
+    else:
+        lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
+                 f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
+                 "random, which paid a three-level template more than the right program (PLAN_CODE.md, \"Why v1 is "
+                 f"superseded\"); reported as measured, files under results/runs/{g['dir']}/.", ""]
+    lines += step_lines(f"pass@k (every shown test passes) over whole rollouts (k/m rollouts of m answers) at each "
+                        f"evaluation step, {first_metrics(runs)['problems']} held-out problems, 48 answers each:",
+                        runs, "pass@k", ks, bases) + vs_grpo("pass@k", ks, "pass@k")
+    lines += step_lines("Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that "
+                        "solve):", runs, "pooled_pass@k", KS, bases)
+    lines += vs_grpo("pooled_pass@k", (1,), "pooled pass@1") if v2 else []
+    lines += step_lines("pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", runs,
+                        "pass_hidden@k", ks, bases) + target_lines(runs, ks, bases)
+    lines += step_lines("Code best@k (the fraction of shown tests passed by the best of k answers) over whole "
+                        "rollouts:", runs, "best@k", ks, bases) + vs_grpo("best@k", ks, "code best@k")
     lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k", need)
-    if not g.get("frozen"):
+    if v2:
         lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
         lines += below_base_table(runs, bases, need=need)
     lines += ["Diversity and the answers at each evaluation step:", ""]
@@ -65,40 +61,40 @@ def code_section(cfg, out, group="code", key="search"):
                                       ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
                                       ("pareto_frac", None, "Pareto frac.")], bases) + [""]
     path = os.path.join(out, g["answers"])
-    if os.path.isfile(path):
-        cache = read_json(path)
-        lines += forms_table(cache, g["answers"])
-        if not g.get("frozen"):
-            lines += family_forms_table(cache, g["answers"])
+    cache = read_json(path) if os.path.isfile(path) else {}
+    if "targets" in cache:  # what the final weights write (results/figures.py samples them)
+        lines += forms_table(cache, g["answers"]) + (family_forms_table(cache, g["answers"]) if v2 else [])
     return lines + search_section(cfg, out, key)
+
+
+def step_lines(caption, runs, key, ks, bases):
+    """A caption, then key@k per arm and evaluation step (results/tables.py step_table)."""
+    return [caption, ""] + step_table(runs, key, ks, bases) + [""]
 
 
 def replicate_section(cfg, out, group, runs, bases):
     """The search of record of plan v2 (PLAN_CODE.md, the amendment of its search): its units' training
     evaluations, a second realization of v2's runs (no verdict), their pools on the hard problems, and the search."""
-    from results.search_jobs import NAMES, path_of
     g, key = cfg[group], cfg[group]["units"]
     lines = [f"## Code, plan v2: the search of record, from replicate weights ({g['steps']} RL steps)", "",
              "Per PLAN_CODE.md's amendment of v2's search: each searched arm and seed trained again with v2's "
              "arguments and searched from those weights in one job, on v2's hard problems; files under "
              f"results/runs/{g['dir']}/. The training evaluations below are a second realization of v2's runs, "
-             "reported without a verdict (v2's are the training results of record).", "",
-             "pass@k (every shown test passes) over whole rollouts at each evaluation step (the same 64 held-out "
-             "problems as v2):", ""]
-    lines += step_table(runs, "pass@k", KS[1:], bases) + [""]
-    lines += target_lines(runs, KS[1:], bases)
+             "reported without a verdict (v2's are the training results of record).", ""]
+    lines += step_lines("pass@k (every shown test passes) over whole rollouts at each evaluation step (the same 64 "
+                        "held-out problems as v2):", runs, "pass@k", KS[1:], bases) + target_lines(runs, KS[1:], bases)
     lines += ["Diversity of the searched weights' answers at each evaluation step (the mean pairwise L1 distance "
               "between reward vectors):", ""]
     lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("distinct_rate", None, "distinct")],
                                bases) + [""]
     rows = []
-    for label, rs in runs.items():
+    for arm, rs in runs.items():
         for r in rs:
             path = path_of(out, cfg, key, "pool", r["slug"], r["seed"])
             if os.path.isfile(path):
                 pool = read_json(path)
                 solved = sum(n > 0 for n in pool["solved_per_problem"])
-                rows.append([NAMES.get(r["slug"], label), str(r["seed"]), f"{solved} of {len(pool['problems'])}",
+                rows.append([NAMES.get(r["slug"], arm), str(r["seed"]), f"{solved} of {len(pool['problems'])}",
                              pool.get("machine", "-")])
     if rows:
         lines += ["Hard problems (chosen by v2's original weights) that the replicate solves in its own "
@@ -112,8 +108,8 @@ def target_lines(runs, ks, bases):
     """pass_target@k (the answer equals the target on all 31 inputs) per step where the runs' evaluations carry it;
     else one line saying that their pass@k counts the shown tests only."""
     if all("pass_target@k" in r["summary"]["metrics"] for rs in runs.values() for r in rs):
-        return (["pass_target@k (the answer equals the target on all 31 inputs of the domain) over whole rollouts:",
-                 ""] + step_table(runs, "pass_target@k", ks, bases) + [""])
+        return step_lines("pass_target@k (the answer equals the target on all 31 inputs of the domain) over "
+                          "whole rollouts:", runs, "pass_target@k", ks, bases)
     return ["These runs' evaluations predate pass_target@k (the answer equals the target on all 31 inputs): their "
             "pass@k and pass_hidden@k count programs that pass the shown (and hidden) tests, which the target "
             "passes but some other programs pass too.", ""]
@@ -123,7 +119,7 @@ def below_base_table(runs, bases, key="pass@k", k=48, need=None):
     """Does RL lower pass@k at large k below the base? Per arm, final pass@48 minus the base's with the same m, per
     seed, with the plan's reading (lowers / raises on every seed, else unresolved)."""
     rows, width = [], max(len(rs) for rs in runs.values())
-    for label, rs in runs.items():
+    for arm, rs in runs.items():
         m = rs[0]["summary"]["metrics"]["m"]
         if not bases.get(m) or value(bases[m], key, k) is None:
             continue
@@ -131,7 +127,7 @@ def below_base_table(runs, bases, key="pass@k", k=48, need=None):
         ds = [value(r["summary"]["metrics"], key, k) - base for r in rs]
         reading = "lowers" if all(d < 0 for d in ds) else "raises" if all(d > 0 for d in ds) else "unresolved"
         reading = f"{len(ds)} of {need} seeds: no reading yet" if need and len(ds) < need else reading
-        rows.append([label, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
+        rows.append([arm, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
                     + [""] * (width - len(ds)) + [pm(ds), reading])
     if not rows:
         return []
@@ -173,8 +169,6 @@ def _arm_answers(cache, keep):
 def forms_table(cache, name="answers_code.json"):
     """Share of the written answers in each form, per checkpoint (seeds pooled per arm), on the problems whose
     target is not itself three levels: a three-level answer there is a partial program fitted to the tests."""
-    if "targets" not in cache:
-        return []
     other = [i for i, (_, family) in enumerate(cache["targets"]) if family != "step3"]
     arms = _arm_answers(cache, lambda family: family != "step3")
     rows = [[arm, str(len(answers))] + [f"{sum(answer_form(a) == f for a in answers) / len(answers):.2f}"
@@ -191,19 +185,13 @@ OWN_FORM = {"clamp": "min/max", "clip": "clip", "distance": "abs", "remainder": 
 def family_forms_table(cache, name):
     """Per family, the share of the written answers in the form of the family's targets and in the three-level
     template, per checkpoint (seeds pooled per arm)."""
-    if "targets" not in cache:
-        return []
     families = sorted({family for _, family in cache["targets"]})
     per = {f: _arm_answers(cache, lambda family, f=f: family == f) for f in families}
-    rows = []
-    for arm in per[families[0]]:
-        cells = []
-        for f in families:
-            answers = per[f].get(arm, [])
-            forms = [answer_form(a) for a in answers]
-            cells.append(f"{forms.count(OWN_FORM[f]) / len(forms):.2f} / {forms.count('three levels') / len(forms):.2f}"
-                         if forms else "-")
-        rows.append([arm] + cells)
+
+    def cell(forms, own):  # the shares of one arm's answers on one family: its own form / three levels
+        return f"{forms.count(own) / len(forms):.2f} / {forms.count('three levels') / len(forms):.2f}" if forms else "-"
+    rows = [[arm] + [cell([answer_form(a) for a in per[f].get(arm, [])], OWN_FORM[f]) for f in families]
+            for arm in per[families[0]]]
     return ([f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
              "three-level template (on step3 the two are the same form):", ""]
             + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""])
@@ -213,7 +201,6 @@ def search_section(cfg, out, key="search"):
     """Problems solved within each budget by the evolutionary search and by sampling, per seed; the paper's count
     (problems some seed of one method solves and no seed of the other ever does) per pair of methods, and the
     plan's test of it (results/PLAN_CODE.md v2, "The deciding test")."""
-    from results.search_jobs import label, path_of, read_searches, solved_within, target_solved, targets_path
     from search import solved_by_budget
     found, hard = read_searches(cfg, out, key)
     if not hard or not any(found.values()):
@@ -269,7 +256,6 @@ RULES = {"reward": "the first program that passes every shown test",
 def rule_lines(found, targets, out):
     """What "solved" means in these search files (search.py records the rule since it counts the target; files
     without the record counted the shown tests), what the last column counts, and where the targets are kept."""
-    from results.search_jobs import solved_rule
     rules = sorted({solved_rule(r) for kind in found for runs in found[kind].values() for r in runs})
     if len(rules) == 1:
         meaning = f"Solved in these files means {RULES[rules[0]]}" + (
@@ -289,7 +275,6 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, targe
     budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
     the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
     the bootstrap interval over problems of the difference in problems solved per seed."""
-    from results.search_jobs import HOW, NAMES, solved_within
     from search import bootstrap_difference, discordant_test, holm, solved_only_by
     lines, full = [], s["budget"]
 
@@ -307,17 +292,15 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, targe
                       f"paper's claim: VPO checkpoints solve problems GRPO checkpoints never do):", ""]
             lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows)
             lines += [""]
-    tests = []  # (kind, A, B, a, b, p)
-    for kind in ("evolve", "sample"):
-        for a, b in s["pairs"]:
-            if a in found[kind] and b in found[kind]:
-                only_a, only_b, _ = solved_only_by(solved(kind, a), solved(kind, b))
-                tests.append((kind, NAMES[a], NAMES[b], len(only_a), len(only_b),
-                              discordant_test(len(only_a), len(only_b))))
-    for slug in sorted(set(found["evolve"]) & set(found["sample"]), key=list(NAMES).index):
-        only_a, only_b, _ = solved_only_by(solved("evolve", slug), solved("sample", slug))
-        tests.append(("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling", len(only_a), len(only_b),
-                      discordant_test(len(only_a), len(only_b))))
+
+    def sign_test(kind, a, b, xs, ys):  # (kind, A, B, a, b, p) over two lists of solved sets, one set per seed
+        na, nb = (len(only) for only in solved_only_by(xs, ys)[:2])
+        return kind, a, b, na, nb, discordant_test(na, nb)
+    tests = [sign_test(kind, NAMES[a], NAMES[b], solved(kind, a), solved(kind, b)) for kind in ("evolve", "sample")
+             for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
+    both = sorted(set(found["evolve"]) & set(found["sample"]), key=list(NAMES).index)
+    tests += [sign_test("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling", solved("evolve", slug),
+                        solved("sample", slug)) for slug in both]
     if not tests:
         return lines
     deciding = [t for t in tests if t[0] == "evolve"]
@@ -328,10 +311,9 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, targe
     for t in tests:
         kind, a, b, na, nb, p = t
         if kind == "evolve" and complete:
-            reject = rejected[deciding.index(t)]
-            if reject:
-                reading = (f"{a}'s searches solve problems {b}'s never do, more often than the reverse" if na > nb
-                           else f"{b}'s searches solve problems {a}'s never do, more often than the reverse")
+            if rejected[deciding.index(t)]:
+                first, second = (a, b) if na > nb else (b, a)
+                reading = f"{first}'s searches solve problems {second}'s never do, more often than the reverse"
             else:
                 reading = "no difference detected at this power"
         elif kind == "evolve":
@@ -369,7 +351,6 @@ def solved_problems_table(found, task, problems):
     """Every problem some job solved within the full budget: its target, which seeds solved it (and after how
     many answers), and how many of the searches' solving programs also pass the hidden tests and equal the target
     (sampling jobs keep no programs)."""
-    from results.search_jobs import label, solved_within
     columns = [(kind, slug) for kind in ("evolve", "sample") for slug in found[kind]]
     solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
     if not solved:

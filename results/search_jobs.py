@@ -24,13 +24,13 @@ never committed and the same seed trains other weights on another machine's floa
 unit never starts a search from a checkpoint it did not train itself: a unit found with search files but no
 checkpoint (an invocation that ended mid-unit) deletes them and starts over.
 """
+import itertools
 import json
 import math
 import os
 import time
 
 from results.plan import CODE_PLANS, code_problems, read_json
-from runs.dirs import machine
 
 
 def group_of(cfg, key="search"):
@@ -58,9 +58,8 @@ def path_of(out, cfg, key, kind, slug=None, seed=None, chunk=None):
     KIND-ARM-sSEED[-cCHUNK].json (the chunk suffix where the plan splits)."""
     if kind == "hard" and "hard" in cfg[key]:
         return os.path.join(out, cfg[key]["hard"])
-    name = "hard.json" if kind == "hard" else f"{kind}-{slug}-s{seed}"
-    if kind != "hard":
-        name += (f"-c{chunk}" if "chunk" in cfg[key] and chunk is not None else "") + ".json"
+    part = f"-c{chunk}" if "chunk" in cfg[key] and chunk is not None else ""
+    name = "hard.json" if kind == "hard" else f"{kind}-{slug}-s{seed}{part}.json"
     return os.path.join(search_dir(out, cfg, key), name)
 
 
@@ -83,6 +82,7 @@ def screen_job(ckpt, n, answers, path, ids=None):
     """The checkpoint's evaluation pool on the first n test problems (or on those of them listed in ids): solved
     answers per problem."""
     from evaluate import evaluate
+    from runs.dirs import machine
     t0 = time.perf_counter()
     model, task, m = _load(ckpt)
     pool = task.problems("test", n, seed=0)
@@ -158,6 +158,7 @@ def write_targets(cfg, out):
 def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
     """evolve or sample from one checkpoint on one chunk (index, first, end) of the hard problems, with the plan's
     budget and search seed seed + index."""
+    from runs.dirs import machine
     from search import evolve, sample_until_solved
     t0 = time.perf_counter()
     model, task, m = _load(ckpt)
@@ -199,7 +200,7 @@ def unit_job(train, argv, out_dir, log_path, search, hard_path, files):
     pool, searches = files[0], files[1:]
     if not os.path.isfile(pool):
         screen_job(ckpt, search["screen_problems"], search["answers"], pool, ids)
-    for path, (kind, chunk) in zip(searches, [(k, c) for k in ("evolve", "sample") for c in chunks(search)]):
+    for path, (kind, chunk) in zip(searches, itertools.product(("evolve", "sample"), chunks(search))):
         if not os.path.isfile(path):
             search_job(kind, ckpt, search, hard_path, path, chunk)
     return 0
@@ -237,23 +238,18 @@ def pending(cfg, out, key="search", train=None, logs=None):
         return pending_units(cfg, out, key, train, logs)
     seeds, where = group_of(cfg, key)["seeds"], group_of(cfg, key).get("dir", "code")
     jobs, screens = [], []
-    for slug in search["arms"]:
-        for seed in seeds:
-            ckpt, path = checkpoint(out, cfg, key, slug, seed), path_of(out, cfg, key, "screen", slug, seed)
-            summary = os.path.join(os.path.dirname(ckpt), "summary.json")
-            screens.append(path)
-            jobs.append({"name": f"screen-{slug}-s{seed}", "fn": screen_job, "needs": [summary, ckpt], "makes": path,
-                         "args": (ckpt, search["screen_problems"], search["answers"], path)})
+    for slug, seed in itertools.product(search["arms"], seeds):
+        ckpt, path = checkpoint(out, cfg, key, slug, seed), path_of(out, cfg, key, "screen", slug, seed)
+        summary = os.path.join(os.path.dirname(ckpt), "summary.json")
+        screens.append(path)
+        jobs.append({"name": f"screen-{slug}-s{seed}", "fn": screen_job, "needs": [summary, ckpt], "makes": path,
+                     "args": (ckpt, search["screen_problems"], search["answers"], path)})
     hard = path_of(out, cfg, key, "hard")
     jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard, "args": (search, hard, screens)})
-    for kind in ("evolve", "sample"):
-        for slug in search["arms"]:
-            for seed in seeds:
-                for chunk in chunks(search):
-                    path = path_of(out, cfg, key, kind, slug, seed, chunk[0])
-                    jobs.append({"name": os.path.basename(path)[:-5], "fn": search_job, "needs": [hard],
-                                 "makes": path,
-                                 "args": (kind, checkpoint(out, cfg, key, slug, seed), search, hard, path, chunk)})
+    for kind, slug, seed, chunk in itertools.product(("evolve", "sample"), search["arms"], seeds, chunks(search)):
+        path = path_of(out, cfg, key, kind, slug, seed, chunk[0])
+        jobs.append({"name": os.path.basename(path)[:-5], "fn": search_job, "needs": [hard], "makes": path,
+                     "args": (kind, checkpoint(out, cfg, key, slug, seed), search, hard, path, chunk)})
     return [{**j, "dir": where} for j in jobs if not os.path.isfile(j["makes"])]
 
 
@@ -300,16 +296,13 @@ def read_searches(cfg, out, key="search"):
     found = {"evolve": {}, "sample": {}}
     if not search:
         return found, None
-    for kind in found:
-        for slug in search["arms"]:
-            for seed in group_of(cfg, key)["seeds"]:
-                paths = [path_of(out, cfg, key, kind, slug, seed, c) for c, _, _ in chunks(search)]
-                if all(os.path.isfile(p) for p in paths):
-                    parts = [read_json(p) for p in paths]
-                    joined = {**parts[0], "problems": [i for p in parts for i in p["problems"]],
-                              "results": [r for p in parts for r in p["results"]],
-                              "seconds": sum(p.get("seconds", 0) for p in parts),
-                              "rl_seed": seed}  # "seed" is the search's
-                    found[kind].setdefault(slug, []).append(joined)
+    for kind, slug, seed in itertools.product(found, search["arms"], group_of(cfg, key)["seeds"]):
+        paths = [path_of(out, cfg, key, kind, slug, seed, c) for c, _, _ in chunks(search)]
+        if all(os.path.isfile(p) for p in paths):
+            parts = [read_json(p) for p in paths]
+            joined = {**parts[0], "problems": [i for p in parts for i in p["problems"]],
+                      "results": [r for p in parts for r in p["results"]],
+                      "seconds": sum(p.get("seconds", 0) for p in parts), "rl_seed": seed}  # "seed" is the search's
+            found[kind].setdefault(slug, []).append(joined)
     hard = path_of(out, cfg, key, "hard")
     return found, read_json(hard) if os.path.isfile(hard) else None

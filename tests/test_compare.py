@@ -236,6 +236,17 @@ def test_report_reads_the_maze_reproduction_as_results_md_reports_it(tmp_path):
     assert snapshot(runs) == before and sorted(os.listdir(out)) == ["best_at_k.png", "compare.md", "over_training.png"]
 
 
+
+def test_report_reads_the_code_comparison_as_results_md_reports_it(tmp_path):
+    """--report on code v2's configuration gives results.md's code verdict: VPO − GRPO, pass@12 at step 500, per
+    seed +0.041 / +0.073 / +0.033, mean +0.049 [-0.003, +0.101]; and its pass@k table's base row."""
+    out = tmp_path / "code"
+    assert compare.main(["--config", os.path.join(EXPERIMENTS, "code_v2.json"), "--report", "--out", str(out)]) == 0
+    text = (out / "compare.md").read_text()
+    vpo = text[text.index("### VPO − GRPO, pass@k"):]
+    assert "| 500 | k=12 | +0.041 | +0.073 | +0.033 | +0.049 | [-0.003, +0.101] | 0.25 |" in vpo
+    assert "| GRPO | 0 (base) | - | 0.285 | 0.420 | 0.502 | 0.574 | 0.643 | 0.719 |" in text   # results.md's row
+
 def write_config(tmp_path, **change):
     """A copy of v3's configuration with some keys changed (None: removed), or the first arm's ("arm_KEY")."""
     import json

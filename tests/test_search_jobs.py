@@ -202,3 +202,13 @@ def test_the_committed_hard_targets_are_the_hard_problems():
                 solved, same, _, _ = counts[(slug, r["rl_seed"])]
                 assert solved == len(search_jobs.solved_within(r)), (key, slug)
                 assert same == len(search_jobs.target_solved(r, task, problems)), (key, slug)
+
+
+def test_the_code_sections_of_results_md_are_what_report_code_writes():
+    """Each code plan's section (v2, the search of record, v1), written from the committed files, is a block of the
+    committed results.md, byte for byte."""
+    out = os.path.dirname(plan.__file__)
+    text = open(os.path.join(out, "results.md")).read()
+    for group, key in plan.CODE_PLANS:
+        lines = report_code.code_section(plan.FULL, out, group, key)
+        assert lines and "\n".join(lines) in text, group
