@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from results import plan, report, report_code, reproduce
+from results import plan, report, report_code, reproduce, schedule
 from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -324,9 +324,9 @@ def test_share_base_copies_a_base_of_the_same_key_only(tmp_path):
     os.makedirs(os.path.dirname(a))
     with open(a, "w") as f:
         f.write("weights")
-    reproduce.share_base(c, [a, b, c])
+    schedule.share_base(c, [a, b, c])
     assert not os.path.exists(c)                     # another key: never copied
-    reproduce.share_base(b, [a, b, c])
+    schedule.share_base(b, [a, b, c])
     assert open(b).read() == "weights" and not os.path.exists(b + ".tmp")
 
 
@@ -356,9 +356,8 @@ def test_a_job_that_ends_a_result_starts_before_new_training(tmp_path, capsys, m
     base = tmp_path / "runs" / "maze" / "base" / "maze-1" / "ckpt.pt"
     base.parent.mkdir(parents=True)
     base.write_text("weights")
-    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"]}]
+    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"], "base": str(base)}]
     search = [{"dir": "maze", "name": "coverage-vpo-s0", "needs": [str(base)], "fn": finish_ok, "args": ()}]
-    failed = reproduce._run({}, str(tmp_path), 1, None, train_jobs, search, {("maze", "grpo-s9"): str(base)},
-                            str(tmp_path / "logs"), None)
+    failed = reproduce.run_jobs(str(tmp_path), search, train_jobs, 1, str(tmp_path / "logs"))
     starts = re.findall(r"start maze/(\S+)", capsys.readouterr().out)
     assert failed == [] and starts == ["coverage-vpo-s0", "grpo-s9"]
