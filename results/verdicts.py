@@ -7,23 +7,16 @@ run_level_search_lines gives the same reading inside each search section of resu
 Maze and code-training rows pair runs by RL seed (one warm start; exact sign-flip test). Search rows compare
 problems solved per run, unpaired (exact permutation test of the method labels over the runs).
 """
-from results.plan import finished_runs, value
+from results.plan import finished_runs
 from results.report_review import early_stopped, rerun_runs
 from results.runstats import label_comparison, signed, smallest_p
-from results.tables import run_level, table, verdict
+from results.tables import paired, run_level, table, verdict
 
 
-def final(runs, label, key, k):
-    """{seed: key@k at the run's last evaluation} of one arm."""
-    return {r["seed"]: value(r["summary"]["metrics"], key, k) for r in runs.get(label, [])}
-
-
-def paired_row(question, metric, a, b, name_a, name_b, need):
-    """One row from two arms' {seed: value}, paired by seed."""
-    seeds = sorted(set(a) & set(b))
-    if len(seeds) < 2:
+def paired_row(question, metric, d, name_a, name_b, need):
+    """One row from the differences A − B of runs paired by seed; None below two pairs."""
+    if len(d) < 2:
         return None
-    d = [a[s] - b[s] for s in seeds]
     return [question, metric, " / ".join(signed(x) for x in d), *run_level(d, name_a, name_b)[:4],
             verdict(d, name_a, name_b, need)]
 
@@ -69,11 +62,8 @@ def search_rows(cfg, out, key="search_rep"):
 
 def verdicts_section(cfg, out):
     """The table of headline verdicts (empty until some of its runs have finished)."""
-    main = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")} if "main" in cfg else {}
-    ref = rerun_runs(cfg, out)
-    matched = finished_runs(cfg, out, "matched") if "matched" in cfg else {}
-    ablations = finished_runs(cfg, out, "ablations") if "ablations" in cfg else {}
-    code = finished_runs(cfg, out, "code") if "code" in cfg else {}
+    main, ref = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, rerun_runs(cfg, out)
+    matched, ablations, code = (finished_runs(cfg, out, group) for group in ("matched", "ablations", "code"))
     need = len(cfg["main"]["seeds"]) if "main" in cfg else None
     pooled = "pooled_best@k"
     specs = [("maze v3: VPO − GRPO", "best@1, step 1000", main, "VPO", "GRPO", pooled, 1),
@@ -87,14 +77,14 @@ def verdicts_section(cfg, out):
              ("maze: VPO − Max@k", "best@48, step 1000", ref, "VPO (rerun)", "Max@k (rerun)", pooled, 48),
              ("code v2: VPO − GRPO", "pass@12, step 500", code, "VPO", "GRPO", "pass@k", 12),
              ("code v2: VPO − matched GRPO", "pass@48, step 500", code, "VPO", "matched GRPO", "pass@k", 48)]
-    rows = [paired_row(q, metric, final(runs, a, key, k), final(runs, b, key, k), a.split(" (")[0],
-                       b.split(" (")[0], need) for q, metric, runs, a, b, key, k in specs]
+    rows = [paired_row(q, metric, paired(runs, a, b, key, [k])[1][k], a.split(" (")[0], b.split(" (")[0], need)
+            for q, metric, runs, a, b, key, k in specs]
     if ref:
         stops = early_stopped(cfg, out, ref, matched)
         for k in (3, 48):
-            ds = {seed: d[(3, 12, 48).index(k)] for name, seed, _, d in stops if name == "GRPO (rerun)"}
-            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds,
-                                   {s: 0.0 for s in ds}, "VPO", "early-stopped GRPO", need))
+            ds = [d[(3, 12, 48).index(k)] for name, _, _, d in stops if name == "GRPO (rerun)"]
+            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds, "VPO",
+                                   "early-stopped GRPO", need))
     rows = [r for r in rows if r] + search_rows(cfg, out)
     if not rows:
         return []
