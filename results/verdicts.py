@@ -25,7 +25,7 @@ def search_rows(cfg, out, key="search_rep"):
     """Problems the search solved per run at the full budget, per pair of the plan: the run-level row and the
     registered sign test over problems (Holm over the pairs)."""
     from results.plan import code_problems, code_task
-    from results.search_jobs import NAMES, read_searches, solved_within, target_solved
+    from results.search_jobs import read_searches, solved_within, target_solved
     from search import discordant_test, holm, solved_only_by
     if key not in cfg:
         return []
@@ -35,14 +35,10 @@ def search_rows(cfg, out, key="search_rep"):
         sa, sb = ([solved_within(r) for r in found["evolve"].get(slug, [])] for slug in (a, b))
         if min(len(sa), len(sb)) < 2:
             continue
-        c = label_comparison([len(x) for x in sa], [len(x) for x in sb], NAMES[a], NAMES[b])
         only_a, only_b, _ = solved_only_by(sa, sb)
         ps.append(discordant_test(len(only_a), len(only_b)))
-        rows.append([f"search: {NAMES[a]} − {NAMES[b]}", f"problems solved of {len(found['evolve'][a][0]['problems'])}"
-                     f" ({s['budget']} {s['unit']})",
-                     " / ".join(map(str, [len(x) for x in sa])) + " against " + " / ".join(map(str, [len(x) for x in sb])),
-                     signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading,
-                     (len(only_a), len(only_b))])
+        rows.append(search_row(a, b, f"problems solved of {len(found['evolve'][a][0]['problems'])} ({s['budget']} "
+                               f"{s['unit']})", [len(x) for x in sa], [len(x) for x in sb], (len(only_a), len(only_b))))
     for row, p, reject in zip(rows, ps, holm(ps)):
         na, nb = row[-1]
         who = row[0].split(": ")[1].split(" − ")
@@ -53,11 +49,18 @@ def search_rows(cfg, out, key="search_rep"):
         for a, b in s["pairs"]:
             sa, sb = ([len(target_solved({**r, "kind": "evolve"}, task, problems)) for r in found["evolve"][slug]]
                       for slug in (a, b))
-            c = label_comparison(sa, sb, NAMES[a], NAMES[b])
-            rows.append([f"search: {NAMES[a]} − {NAMES[b]}", "the same, programs equal to the target",
-                         " / ".join(map(str, sa)) + " against " + " / ".join(map(str, sb)), signed(c.mean, 1),
-                         f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading, "-"])
+            rows.append(search_row(a, b, "the same, programs equal to the target", sa, sb, "-"))
     return rows
+
+
+def search_row(a, b, metric, na, nb, registered):
+    """A search row of the verdicts table: problems solved per run of arms a and b, the difference with Welch's
+    interval, the exact label test and its reading, then the registered reading."""
+    from results.search_jobs import NAMES
+    c = label_comparison(na, nb, NAMES[a], NAMES[b])
+    return [f"search: {NAMES[a]} − {NAMES[b]}", metric, " / ".join(map(str, na)) + " against "
+            + " / ".join(map(str, nb)), signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}",
+            c.reading, registered]
 
 
 def verdicts_section(cfg, out):
