@@ -269,9 +269,9 @@ def pending(setup, out):
 
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other), by results/schedule.py's rule: a run waits while another trains its warm start. job(argv, out_dir,
-    log) -> exit code: one run (default train_job). echo: one line per finished run.
-    -> [(slug, seed)] of the runs that failed."""
+    the other). A run waits while another trains its warm start (results/schedule.py). job(argv, out_dir, log) ->
+    exit code: one run (default train_job). echo: one line per finished run. -> [(slug, seed)] of the runs that
+    failed."""
     runs, logs, failed, t0 = os.path.join(out, "runs"), os.path.join(out, "logs"), [], time.perf_counter()
     total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
     os.makedirs(logs, exist_ok=True)

@@ -74,9 +74,9 @@ def finished(cfg, out, job):
 
 
 def run_jobs(out, search, train_jobs, jobs, logs, report=None):
-    """The search and read-back jobs first, then the training runs (each with its "base"), `jobs` at a time in
-    worker processes (results/schedule.py): a job that ends a result goes first, so that a stop leaves it
-    committed. One line per start and end; report() after each end. -> the names of the jobs that failed."""
+    """Run the search and read-back jobs, then the training runs (each with its "base"), `jobs` at a time in worker
+    processes (results/schedule.py). A job that ends a result goes first, so that a stop leaves it committed.
+    One line per start and end; report() after each end. -> the names of the jobs that failed."""
     queue = [{**j, "base": base_path(j["run"], out)} if "run" in j else j for j in search]
     queue += [{**j, "fn": train_job, "args": (j["argv"], runs_dir(out, j),
                                               os.path.join(logs, f"{j['dir']}-{j['name']}.log"))} for j in train_jobs]
