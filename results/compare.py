@@ -38,9 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from results.jobs import InProcess, base_file, cache_key, one_thread, one_thread_env, train_job  # noqa: F401
+from results.jobs import InProcess, base_file, one_thread, one_thread_env, train_job
 from results.plan import QUICK, eval_steps, read_json, read_run
 from results.runstats import smallest_p
+from results.schedule import run_queue
 from results.tables import paired, paired_rows, run_level, run_note, step_table, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
@@ -268,37 +269,26 @@ def pending(setup, out):
 
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other). A run needing a warm start that a running run is training waits for it (results/reproduce.py's
-    rule). job(argv, out_dir, log) -> exit code: one run (default train_job). echo: one line per finished run.
-    -> [(slug, seed)] of the runs that failed."""
-    job = job or train_job
-    todo, failed, t0 = pending(setup, out), [], time.perf_counter()
+    the other). A run waits while another trains its warm start (results/schedule.py). job(argv, out_dir, log) ->
+    exit code: one run (default train_job). echo: one line per finished run. -> [(slug, seed)] of the runs that
+    failed."""
+    runs, logs, failed, t0 = os.path.join(out, "runs"), os.path.join(out, "logs"), [], time.perf_counter()
     total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
-    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
-    bases = {run: base_file(setup.argv(*run), os.path.join(out, "runs")) for run in todo}
+    os.makedirs(logs, exist_ok=True)
+    queue = [{"arm": arm, "seed": seed, "fn": job or train_job, "base": base_file(setup.argv(arm, seed), runs),
+              "args": (setup.argv(arm, seed), runs, os.path.join(logs, f"{run_name(arm, seed)}.log"))}
+             for arm, seed in pending(setup, out)]
+
+    def ended(j, rc, left):
+        arm, seed = j["arm"], j["seed"]
+        if rc != 0:
+            failed.append((arm.slug, seed))
+        echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
+             + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
+                f"{run_name(arm, seed)}.log") + f" ({total - left} of {total})")
     with one_thread_env(), InProcess() if in_process else cf.ProcessPoolExecutor(
             jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread) as pool:
-        running = {}
-        while todo or running:
-            busy = {cache_key(bases[run]) for run in running.values()}
-            for run in list(todo):
-                if len(running) >= jobs:
-                    break
-                if cache_key(bases[run]) in busy and not os.path.isfile(bases[run]):
-                    continue
-                todo.remove(run)
-                busy.add(cache_key(bases[run]))
-                log = os.path.join(out, "logs", f"{run_name(*run)}.log")
-                running[pool.submit(job, setup.argv(*run), os.path.join(out, "runs"), log)] = run
-            done, _ = cf.wait(running, timeout=1, return_when=cf.FIRST_COMPLETED)
-            for future in done:
-                arm, seed = running.pop(future)
-                rc = future.result() if future.exception() is None else repr(future.exception())
-                if rc != 0:
-                    failed.append((arm.slug, seed))
-                echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
-                     + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
-                        f"{run_name(arm, seed)}.log") + f" ({total - len(todo) - len(running)} of {total})")
+        run_queue(pool, queue, jobs, lambda j: None, ended, poll=1)
     return failed
 
 

@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from results.plan import at_step, code_problems, code_task, finished_runs, value
+from results.plan import at_step, code_problems, code_task, finished_runs
+from results.tables import paired
 
 KS = (3, 12, 48)
 
@@ -38,17 +39,6 @@ def _dims(metrics):
     return metrics.get("dimensions_seen") or metrics.get("dimensions")
 
 
-def _differences(rs, others, step, key):
-    """{k: [VPO − other of the same seed at `step`]} over the seeds both have."""
-    out = {k: [] for k in KS}
-    for r in rs:
-        o = next((g for g in others if g["seed"] == r["seed"]), None)
-        if o and at_step(r, step) and at_step(o, step):
-            for k in KS:
-                out[k].append(value(at_step(r, step), key, k) - value(at_step(o, step), key, k))
-    return out
-
-
 def geometry_points(cfg, out):
     """The geometry sweep's points: [{label, d: {k: [per seed]}, policy: [dims per seed], base: dims or None}],
     ρ = 0 (the rerun of v3's VPO) first, each against the rerun's GRPO of the same seed (results/PLAN_REVIEW.md,
@@ -61,7 +51,8 @@ def geometry_points(cfg, out):
     points = []
     for label, rs in [("VPO (rerun, ρ = 0)", rerun["VPO"])] + list(geometry.items()):
         base = next((r["summary"]["base_metrics"] for r in rs if r["summary"].get("base_metrics")), None)
-        points.append({"label": label, "d": _differences(rs, rerun["GRPO"], step, "pooled_best@k"),
+        d = paired({"VPO": rs, "GRPO": rerun["GRPO"]}, "VPO", "GRPO", "pooled_best@k", KS, step)[1]
+        points.append({"label": label, "d": d,
                        "policy": [_dims(at_step(r, step)) for r in rs if _dims(at_step(r, step))],
                        "base": _dims(base)})
     return points
@@ -85,7 +76,7 @@ def code_point(cfg, out, group="code"):
     problems = code_problems(cfg, out, group, n)
     policy = [answer_dimensions(task, problems, cache[f"vpo-s{r['seed']}"]["answers"]) for r in runs["VPO"]
               if f"vpo-s{r['seed']}" in cache]
-    d = _differences(runs["VPO"], runs["GRPO"], cfg[group]["steps"], "pass@k")
+    d = paired(runs, "VPO", "GRPO", "pass@k", KS, cfg[group]["steps"])[1]
     return {"label": "code (plan v2), pass@k", "d": d, "policy": policy,
             "base": answer_dimensions(task, problems, cache["base-m3"]["answers"])}
 

@@ -18,9 +18,10 @@ MAZE_COLOURS = {"#": "#3b3b3b", ".": "#ffffff", "S": "#6fcf6f", "E": "#e06666", 
                 "~": "#f28c28", "+": "#c9a0dc"}
 
 
-def _save(fig, legend_ax, path, suptitle):
+def _save(fig, legend_ax, path, suptitle=None):
     legend_ax.legend(fontsize=7)
-    fig.suptitle(suptitle)
+    if suptitle:
+        fig.suptitle(suptitle)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -79,6 +80,21 @@ def over_training_figure(runs, bases, path, suptitle):
 
 
 # ------------------------------------------------------------------------------------------ the route figure
+def sample_answers(ckpt, task, problems, m, n_roll, stream):
+    """The answers the weights at ckpt write, per problem: n_roll rollouts of m answers, T = 0.7, the fixed seeds
+    step_seed(0, stream, problem index)."""
+    import torch
+
+    from model import load_checkpoint
+    from runs.seeding import step_seed
+    from sample import rollout
+    model = load_checkpoint(ckpt)[0].eval()
+    with torch.no_grad():
+        _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
+                                    seeds=[step_seed(0, stream, i) for i in range(len(problems))])
+    return [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)] for i in range(len(problems))]
+
+
 def route_answers(cfg, out, main):
     """Answers of the seed-0 GRPO and VPO runs on the first held-out mazes at the start (the base), middle (the
     kept evaluation weights nearest half way) and end of training, the same number of answers for each
@@ -88,11 +104,6 @@ def route_answers(cfg, out, main):
     if os.path.isfile(path):
         with open(path) as f:
             return json.load(f)
-    import torch
-
-    from model import load_checkpoint
-    from runs.seeding import step_seed
-    from sample import rollout
     runs = {r["slug"]: r for rs in main.values() for r in rs if r["seed"] == 0 and r["slug"] in ("grpo", "vpo")}
     if len(runs) < 2:
         return None
@@ -110,13 +121,7 @@ def route_answers(cfg, out, main):
         for stage, (step, ckpt) in ckpts.items():
             if not os.path.isfile(ckpt):  # a clone holds no weights: no figure, nothing cached
                 return None
-            model = load_checkpoint(ckpt)[0].eval()
-            n_roll = max(1, cfg["route_answers"] // m)
-            with torch.no_grad():
-                _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
-                                            seeds=[step_seed(0, 7, i) for i in range(len(problems))])
-            answers = [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)]
-                       for i in range(len(problems))]
+            answers = sample_answers(ckpt, task, problems, m, max(1, cfg["route_answers"] // m), stream=7)
             result["arms"][slug][stage] = {"step": step, "m": m, "answers": answers}
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
@@ -128,11 +133,6 @@ def code_answers(cfg, out, code, group="code"):
     problems (the group's "answer_problems"), 12 answers each (12 rollouts of one, or 4 of three), T = 0.7, fixed
     seeds: what the models write. Sampled once per run and cached in the group's "answers" file under out (a clone
     without the weights keeps what the cache holds)."""
-    import torch
-
-    from model import load_checkpoint
-    from runs.seeding import step_seed
-    from sample import rollout
     g = cfg[group]
     path = os.path.join(out, g["answers"])
     cache = json.load(open(path)) if os.path.isfile(path) else {}
@@ -148,13 +148,7 @@ def code_answers(cfg, out, code, group="code"):
     for name, m, ckpt in runs:
         if name in cache or not os.path.isfile(ckpt):
             continue
-        model = load_checkpoint(ckpt)[0].eval()
-        n_roll = 12 // m
-        with torch.no_grad():
-            _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
-                                        seeds=[step_seed(0, 8, i) for i in range(len(problems))])
-        cache[name] = {"m": m, "answers": [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)]
-                                           for i in range(len(problems))]}
+        cache[name] = {"m": m, "answers": sample_answers(ckpt, task, problems, m, 12 // m, stream=8)}
         changed = True
     if changed:
         cache["targets"] = [[p.target, p.family] for p in problems]
@@ -434,11 +428,6 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k"):
         if name == "best_at_k":
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [str(k) for k in xs])
-        ax.set_title(f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
-                                      f"pooled best@{largest} along training"), fontsize=10)
-        ax.set_xlabel(xlabel)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
-        plt.close(fig)
+        _label(ax, f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
+                                 f"pooled best@{largest} along training"), xlabel)
+        _save(fig, ax, os.path.join(out, f"{name}.png"))

@@ -10,19 +10,41 @@ import os
 KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def experiment(name):
+    """The experiment of record results/experiments/NAME.json: the file results.compare reads, and the source of the
+    plan's maze groups."""
+    return read_json(os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments", f"{name}.json"))
+
+
 def record_arms(name):
-    """The arms of the experiment of record results/experiments/NAME.json (the file results.compare reads) as the
-    plan's (label, slug, train.py flags[, seeds])."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments", f"{name}.json")) as f:
-        arms = json.load(f)["arms"]
-    return [(a["label"], a["slug"], a["flags"], *([a["seeds"]] if "seeds" in a else [])) for a in arms]
+    """The arms of an experiment of record as the plan's (label, slug, train.py flags[, seeds])."""
+    return [(a["label"], a["slug"], a["flags"], *([a["seeds"]] if "seeds" in a else []))
+            for a in experiment(name)["arms"]]
+
+
+def record_group(name):
+    """The plan group of an experiment of record: its task, seeds, RL steps, evaluation interval and runs directory."""
+    c = experiment(name)
+    return {"task": c["task"], "seeds": c["seeds"], "steps": c["steps"], "eval_every": c["eval_every"],
+            "dir": os.path.basename(c["dir"])}
 
 
 MAIN, BASELINES = record_arms("maze_v3")[:2], record_arms("maze_v3")[2:]
 
+# the code search of plan v2 (results/PLAN_CODE.md), and the quick plan's sizes of it
+SEARCH = {"arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512, "answers": 48, "problems": 96, "chunk": 32,
+          "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
+          "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))}
+QUICK_SEARCH = {"screen_problems": 4, "answers": 6, "problems": 2, "chunk": 1, "budget": 27, "budgets": (9, 27)}
+
 FULL = {
-    "main": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "baselines": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
+    "main": record_group("maze_v3"),
+    "baselines": record_group("maze_v3"),
     # the code comparison, v2 (results/PLAN_CODE.md): GRPO, matched GRPO, Multi-RLVR and VPO, the default code base
     # (files: the tag of its figures; answers: what its models write, cached; answer_problems: on how many problems)
     "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
@@ -31,19 +53,13 @@ FULL = {
     # 32 problems (chunk c with search seed seed + c)
     # (stopped: its weights were lost with the machine they were trained on before every search job ran; its
     # finished jobs are reported as a record, and the search of record is "search_rep" below)
-    "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512, "answers": 48,
-               "problems": 96, "chunk": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
-               "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")),
-               "stopped": "weights lost"},
+    "search": {"group": "code", **SEARCH, "stopped": "weights lost"},
     # the search of record (PLAN_CODE.md v2, amendment): v2's hard problems (its hard.json), searched from replicate
     # weights, each trained and searched in one job (a unit: results/search_jobs.py), so that no search needs a
     # checkpoint from another session; the replicates' runs under runs/code-v2-rep/
     "code_rep": {"task": "code", "dir": "code-v2-rep", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
                  "files": "code_v2_rep", "units": "search_rep"},
-    "search_rep": {"group": "code_rep", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 512,
-                   "answers": 48, "problems": 96, "chunk": 32, "budget": 3072, "unit": "answers", "temperature": 1.0,
-                   "seed": 0, "budgets": (48, 96, 192, 384, 768, 1536, 3072),
-                   "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")), "hard": "runs/code-v2/search/hard.json"},
+    "search_rep": {"group": "code_rep", **SEARCH, "hard": "runs/code-v2/search/hard.json"},
     # v1 of the code plan, superseded: ran at commit e29cbc8 on the shown inputs of inputs=random; its committed
     # files are reported, never rerun from here ("frozen": the commit that reproduces them)
     # (its test problems as that commit's generator drew them: runs/code/problems.json)
@@ -54,10 +70,10 @@ FULL = {
                   "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"),)},
     # the reviewer's questions on the maze (results/PLAN_REVIEW.md): equal compute, the ablations, the sets' coverage
     # (v3 rerun with its weights kept), the reward's geometry
-    "matched": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "rerun": {"task": "maze", "dir": "maze-rerun", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "ablations": {"task": "maze", "seeds": [0, 1, 2], "steps": 1000, "eval_every": 250},
-    "geometry": {"task": "maze", "dir": "maze-geometry", "seeds": [0, 1], "steps": 750, "eval_every": 250},
+    "matched": record_group("maze_matched"),
+    "rerun": record_group("maze_rerun"),
+    "ablations": record_group("maze_ablations"),
+    "geometry": record_group("maze_geometry"),
     "common": ["--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"],
     "route_mazes": 4, "route_answers": 12,
 }
@@ -66,15 +82,10 @@ QUICK = {
     "baselines": {"task": "maze", "seeds": [0], "steps": 4, "eval_every": 2},
     "code": {"task": "code", "dir": "code-v2", "seeds": [0, 1], "steps": 4, "eval_every": 2, "files": "code_v2",
              "answers": "runs/code-v2/answers_code.json", "answer_problems": 32},
-    "search": {"group": "code", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
-               "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
-               "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched"))},
+    "search": {"group": "code", **SEARCH, **QUICK_SEARCH},
     "code_rep": {"task": "code", "dir": "code-v2-rep", "seeds": [0], "steps": 2, "eval_every": 2,
                  "files": "code_v2_rep", "units": "search_rep"},
-    "search_rep": {"group": "code_rep", "arms": ("grpo", "grpo_matched", "vpo"), "screen_problems": 4, "answers": 6,
-                   "problems": 2, "chunk": 1, "budget": 27, "unit": "answers", "temperature": 1.0, "seed": 0,
-                   "budgets": (9, 27), "pairs": (("vpo", "grpo"), ("vpo", "grpo_matched")),
-                   "hard": "runs/code-v2/search/hard.json"},
+    "search_rep": {"group": "code_rep", **SEARCH, **QUICK_SEARCH, "hard": "runs/code-v2/search/hard.json"},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
                "--sft_batch_size", "8"],
@@ -149,11 +160,6 @@ def runs_dir(out, job):
 
 def run_dir(out, job):
     return os.path.join(runs_dir(out, job), job["name"])
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def read_jsonl_or_empty(path):

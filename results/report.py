@@ -10,12 +10,12 @@ under it; a single seed is shown alone.
 """
 import os
 
-from results.plan import CODE_PLANS, KS, at_step, base_metrics, finished_runs, value
+from results.plan import CODE_PLANS, KS, base_metrics, finished_runs
 from results.report_code import code_section
 from results.report_review import review_section
+from results.tables import (compute_seconds, first_metrics, other_table, paired_table, scalar_step_table, step_table,
+                            wall_seconds)
 from results.verdicts import verdicts_section
-from results.tables import (PAIRED_STD_NOTE, STD_NOTE, compute_seconds, first_metrics, other_table,  # noqa: F401
-                            paired, paired_table, pm, scalar_step_table, step_table, table, verdict, wall_seconds)
 from tasks import get_task
 
 

@@ -9,6 +9,7 @@ import os
 
 from results.dimensions import geometry_points, geometry_reading
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
+from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
 from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_table,
                             table, verdict)
@@ -17,14 +18,13 @@ from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table
 def rerun_runs(cfg, out):
     """The finished rerun of v3, labelled "GRPO (rerun)", ...: the reference arms of every review reading
     (PLAN_REVIEW.md, amendment: a replicate of v3 on today's code, not v3 itself)."""
-    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()} if "rerun" in cfg else {}
+    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()}
 
 
 def review_section(cfg, out):
     """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
     matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
     arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
-    from results.review_jobs import read_review
     groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
     ref = rerun_runs(cfg, out)
     if not ref and not any(groups.values()):
@@ -100,7 +100,6 @@ def review_section(cfg, out):
 def early_stopped(cfg, out, ref, matched, ks=(3, 12, 48)):
     """The rerun's VPO at its last step minus GRPO (and matched GRPO) stopped at its best validation step, per seed:
     [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1)."""
-    from results.review_jobs import read_review, stop_step
     validation, found = read_review(cfg, out, "validation.json"), []
     for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
                                ("matched", "matched GRPO", matched.get("matched GRPO", []))):
@@ -195,7 +194,7 @@ def covers(cs, need=None):
 def coverage_lines(coverage, need=None):
     """The coverage tables (results/coverage.py) of every review arm, the multi-answer arms' slots, the reading."""
     labelled = {label + (" (rerun)" if group == "rerun" else ""): cs
-                for group in ("rerun", "matched", "ablations") for label, cs in coverage.get(group, {}).items()}
+                for group in REVIEWED for label, cs in coverage.get(group, {}).items()}
     if not labelled:
         return []
     rows, slot_rows = [], []

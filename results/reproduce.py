@@ -30,34 +30,32 @@ import concurrent.futures as cf
 import json
 import multiprocessing
 import os
-import shutil
 import sys
 import time
 
 from results import review_jobs, search_jobs
-from results.jobs import base_file, cache_key, one_thread, one_thread_env, train_job
+from results.jobs import base_file, one_thread, one_thread_env, train_job
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
+from results.schedule import run_queue
 
 
 def run_all(cfg, out, jobs=2, report=None, groups=None):
     """Run every job of the plan not yet finished, `jobs` at a time; report() after each finished one.
-    A job whose warm start is not cached yet waits while a running job trains it (one would wait on the lock).
     The search jobs of the code comparison (results/search_jobs.py; the search of record in units, each training
     its run and searching from it in one job) and the review's read-back jobs (results/review_jobs.py) start when
     the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
-    train_jobs = [j for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"] and not j["units"]
-                  and not finished(cfg, out, j)]
+    train_jobs = [{**j, "base": base_path(j, out)} for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"]
+                  and not j["units"] and not finished(cfg, out, j)]
     logs = os.path.join(out, "runs", "logs")
     search = search_jobs.pending(cfg, out) if "code" in groups else []
     if "code_rep" in groups and "code_rep" in cfg:  # the search's units train their own runs (search_jobs.py)
         search += search_jobs.pending(cfg, out, "search_rep", train_job, logs)
     search += review_jobs.pending(cfg, out, groups)
     os.makedirs(logs, exist_ok=True)
-    bases = {(j["dir"], j["name"]): base_path(j, out) for j in train_jobs}
     with one_thread_env(jobs > 1):
-        return _run(cfg, out, jobs, report, train_jobs, search, bases, logs, 1 if jobs > 1 else None)
+        return run_jobs(out, search, train_jobs, jobs, logs, report)
 
 
 def base_path(job, out):
@@ -75,79 +73,36 @@ def finished(cfg, out, job):
                                                                  or all(os.path.isfile(p) for p in read))
 
 
-def share_base(path, paths):
-    """A base missing at `path` that another group's directory already holds under the same cache key is copied
-    there (atomically, with its log), so that each warm start is trained once per reproduction."""
-    if os.path.isfile(path):
-        return
-    for other in paths:
-        if other != path and cache_key(other) == cache_key(path) and os.path.isfile(other):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            log = os.path.join(os.path.dirname(other), "log.jsonl")
-            if os.path.isfile(log):
-                shutil.copyfile(log, os.path.join(os.path.dirname(path), "log.jsonl"))
-            shutil.copyfile(other, path + ".tmp")
-            os.replace(path + ".tmp", path)
-            return
+def run_jobs(out, search, train_jobs, jobs, logs, report=None):
+    """Run the search and read-back jobs, then the training runs (each with its "base"), `jobs` at a time in worker
+    processes (results/schedule.py). A job that ends a result goes first, so that a stop leaves it committed.
+    One line per start and end; report() after each end. -> the names of the jobs that failed."""
+    queue = [{**j, "base": base_path(j["run"], out)} if "run" in j else j for j in search]
+    queue += [{**j, "fn": train_job, "args": (j["argv"], runs_dir(out, j),
+                                              os.path.join(logs, f"{j['dir']}-{j['name']}.log"))} for j in train_jobs]
+    failed, t0, started = [], time.perf_counter(), time.time()
 
+    def say(what, j, how=""):
+        print(f"[{time.perf_counter() - t0:6.0f} s] {what} {j['dir']}/{j['name']}{how}", flush=True)
 
-def _run(cfg, out, jobs, report, train_jobs, search, bases, logs, threads):
-    failed = []
-    t0, started = time.perf_counter(), time.time()
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=one_thread if threads else None) as pool:
-        running = {}
-        while train_jobs or search or running:
-            busy = {running[f]["base"] for f in running}
-            for j in list(search):  # first, in order: a job starts once the files it needs exist (it ends a result)
-                if len(running) >= jobs:
-                    break
-                if all(os.path.isfile(p) for p in j["needs"]):
-                    key = None
-                    if "run" in j:  # a search unit trains its run first: the warm-start rule of the runs below
-                        path = bases.setdefault((j["dir"], j["run"]["name"]), base_path(j["run"], out))
-                        share_base(path, bases.values())
-                        if cache_key(path) in busy and not os.path.isfile(path):
-                            continue
-                        key = cache_key(path)
-                        busy.add(key)
-                    search.remove(j)
-                    print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
-                    running[pool.submit(j["fn"], *j["args"])] = {"dir": j["dir"], "name": j["name"], "base": key}
-            for j in list(train_jobs):
-                if len(running) >= jobs:
-                    break
-                path = bases[j["dir"], j["name"]]
-                share_base(path, bases.values())
-                if cache_key(path) in busy and not os.path.isfile(path):  # being trained by a running job
-                    continue
-                train_jobs.remove(j)
-                busy.add(cache_key(path))
-                out_dir = runs_dir(out, j)
-                print(f"[{time.perf_counter() - t0:6.0f} s] start {j['dir']}/{j['name']}", flush=True)
-                log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
-                running[pool.submit(train_job, j["argv"], out_dir, log)] = {**j, "base": cache_key(path)}
-            if not running:  # nothing runs and nothing can start: what the search needs failed to appear
-                missing = sorted({p for j in search for p in j["needs"] if not os.path.isfile(p)})
-                print(f"cannot start {', '.join(j['name'] for j in search)}: missing {', '.join(missing)} (a "
-                      f"clone holds no checkpoints: train those runs here first)", flush=True)
-                failed += [j["name"] for j in search]
-                break
-            done, _ = cf.wait(running, timeout=10, return_when=cf.FIRST_COMPLETED)  # or a base appearing
-            for f in done:
-                j = running.pop(f)
-                rc = f.result() if f.exception() is None else repr(f.exception())
-                print(f"[{time.perf_counter() - t0:6.0f} s] done {j['dir']}/{j['name']}: "
-                      f"{'ok' if rc == 0 else 'FAILED ' + str(rc)}", flush=True)
-                if rc != 0:
-                    failed.append(j["name"])
-                with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as fh:  # report.wall_seconds
-                    row = {"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}
-                    fh.write(json.dumps(row) + "\n")
-                started = time.time()
-                if report:
-                    report()
-    return failed
+    def ended(j, rc, _):
+        nonlocal started
+        say("done", j, ": ok" if rc == 0 else f": FAILED {rc}")
+        if rc != 0:
+            failed.append(j["name"])
+        with open(os.path.join(out, "runs", "timeline.jsonl"), "a") as fh:  # report.wall_seconds
+            fh.write(json.dumps({"start": started, "end": time.time(), "done": j["name"], "ok": rc == 0}) + "\n")
+        started = time.time()
+        if report:
+            report()
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                initializer=one_thread if jobs > 1 else None) as pool:
+        stuck = run_queue(pool, queue, jobs, lambda j: say("start", j), ended, poll=10)
+    if stuck:  # nothing runs and nothing can start: what the search needs failed to appear
+        missing = sorted({p for j in stuck for p in j["needs"] if not os.path.isfile(p)})
+        print(f"cannot start {', '.join(j['name'] for j in stuck)}: missing {', '.join(missing)} (a clone holds no "
+              f"checkpoints: train those runs here first)", flush=True)
+    return failed + [j["name"] for j in stuck]
 
 
 def main(argv=None):

@@ -19,6 +19,7 @@ import os
 from results.plan import jobs_of, read_json, run_dir
 from results.search_jobs import write_json
 
+REVIEWED = ("rerun", "matched", "ablations")   # the plan groups whose runs are read back from their weights
 VALIDATION = (64, 128)         # test-split mazes [64, 128) of seed 0: the validation mazes of early stopping
 GRPO_LIKE = ("grpo", "grpo_matched")
 STEPS_KEPT = "ckpt-step{}.pt"
@@ -96,7 +97,7 @@ def compare_job(pairs, path):
 def from_weights(cfg, out, job):
     """The read-back files made from a run's weights (coverage, validation): a run that lacks one of them once its
     weights are gone (a fresh clone: weights are never committed) is trained again (reproduce.py)."""
-    if job["group"] not in ("rerun", "matched", "ablations") or job["group"] not in cfg:
+    if job["group"] not in REVIEWED:
         return []
     d = run_dir(out, job)
     return [os.path.join(d, "coverage.json")] + ([os.path.join(d, "validation.json")] if job["slug"] in GRPO_LIKE
@@ -106,11 +107,7 @@ def from_weights(cfg, out, job):
 def pending(cfg, out, groups):
     """The review's read-back jobs not yet done, each with the files it waits for (reproduce.py's contract:
     dicts name, fn, args, needs, makes, dir)."""
-    if not any(g in cfg for g in ("rerun", "matched", "ablations")) or not set(groups) & {"rerun", "matched",
-                                                                                           "ablations"}:
-        return []
-    jobs = []
-    runs = [j for j in jobs_of(cfg) if j["group"] in ("rerun", "matched", "ablations") and j["group"] in groups]
+    jobs, runs = [], [j for j in jobs_of(cfg) if j["group"] in REVIEWED and j["group"] in groups]
     for j in runs:
         d, g = run_dir(out, j), cfg[j["group"]]
         summary, ckpt = os.path.join(d, "summary.json"), os.path.join(d, "ckpt.pt")
@@ -139,6 +136,6 @@ def read_review(cfg, out, name):
     found = {}
     for j in jobs_of(cfg):
         path = os.path.join(run_dir(out, j), name)
-        if j["group"] in ("rerun", "matched", "ablations") and os.path.isfile(path):
+        if j["group"] in REVIEWED and os.path.isfile(path):
             found.setdefault(j["group"], {}).setdefault(j["label"], []).append({**read_json(path), "seed": j["seed"]})
     return found

@@ -143,10 +143,7 @@ def other_table(runs, task, bases=(), k=48):
         row += [pm([m["dim_means"][d] for m in metrics_list]) for d in dims]
         row.append("-" if seconds is None else f"{np.mean(seconds):.0f}")
         rows.append(row)
-    if task == "code":
-        names = ["pass@48", "E_w[best@48]"]
-    else:
-        names = ["pass@48 (reach E)", "E_w[best@48]"]
+    names = ["pass@48" if task == "code" else "pass@48 (reach E)", "E_w[best@48]"]
     return table(["method"] + names + ["diversity", "Pareto frac.", "Pareto distinct", "valid", "distinct"]
                  + [f"mean {d}" for d in dims or []] + ["train s"], rows)
 

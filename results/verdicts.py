@@ -7,23 +7,16 @@ run_level_search_lines gives the same reading inside each search section of resu
 Maze and code-training rows pair runs by RL seed (one warm start; exact sign-flip test). Search rows compare
 problems solved per run, unpaired (exact permutation test of the method labels over the runs).
 """
-from results.plan import finished_runs, value
+from results.plan import finished_runs
 from results.report_review import early_stopped, rerun_runs
 from results.runstats import label_comparison, signed, smallest_p
-from results.tables import run_level, table, verdict
+from results.tables import paired, run_level, table, verdict
 
 
-def final(runs, label, key, k):
-    """{seed: key@k at the run's last evaluation} of one arm."""
-    return {r["seed"]: value(r["summary"]["metrics"], key, k) for r in runs.get(label, [])}
-
-
-def paired_row(question, metric, a, b, name_a, name_b, need):
-    """One row from two arms' {seed: value}, paired by seed."""
-    seeds = sorted(set(a) & set(b))
-    if len(seeds) < 2:
+def paired_row(question, metric, d, name_a, name_b, need):
+    """One row from the differences A − B of runs paired by seed; None below two pairs."""
+    if len(d) < 2:
         return None
-    d = [a[s] - b[s] for s in seeds]
     return [question, metric, " / ".join(signed(x) for x in d), *run_level(d, name_a, name_b)[:4],
             verdict(d, name_a, name_b, need)]
 
@@ -32,7 +25,7 @@ def search_rows(cfg, out, key="search_rep"):
     """Problems the search solved per run at the full budget, per pair of the plan: the run-level row and the
     registered sign test over problems (Holm over the pairs)."""
     from results.plan import code_problems, code_task
-    from results.search_jobs import NAMES, read_searches, solved_within, target_solved
+    from results.search_jobs import read_searches, solved_within, target_solved
     from search import discordant_test, holm, solved_only_by
     if key not in cfg:
         return []
@@ -42,14 +35,10 @@ def search_rows(cfg, out, key="search_rep"):
         sa, sb = ([solved_within(r) for r in found["evolve"].get(slug, [])] for slug in (a, b))
         if min(len(sa), len(sb)) < 2:
             continue
-        c = label_comparison([len(x) for x in sa], [len(x) for x in sb], NAMES[a], NAMES[b])
         only_a, only_b, _ = solved_only_by(sa, sb)
         ps.append(discordant_test(len(only_a), len(only_b)))
-        rows.append([f"search: {NAMES[a]} − {NAMES[b]}", f"problems solved of {len(found['evolve'][a][0]['problems'])}"
-                     f" ({s['budget']} {s['unit']})",
-                     " / ".join(map(str, [len(x) for x in sa])) + " against " + " / ".join(map(str, [len(x) for x in sb])),
-                     signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading,
-                     (len(only_a), len(only_b))])
+        rows.append(search_row(a, b, f"problems solved of {len(found['evolve'][a][0]['problems'])} ({s['budget']} "
+                               f"{s['unit']})", [len(x) for x in sa], [len(x) for x in sb], (len(only_a), len(only_b))))
     for row, p, reject in zip(rows, ps, holm(ps)):
         na, nb = row[-1]
         who = row[0].split(": ")[1].split(" − ")
@@ -60,20 +49,24 @@ def search_rows(cfg, out, key="search_rep"):
         for a, b in s["pairs"]:
             sa, sb = ([len(target_solved({**r, "kind": "evolve"}, task, problems)) for r in found["evolve"][slug]]
                       for slug in (a, b))
-            c = label_comparison(sa, sb, NAMES[a], NAMES[b])
-            rows.append([f"search: {NAMES[a]} − {NAMES[b]}", "the same, programs equal to the target",
-                         " / ".join(map(str, sa)) + " against " + " / ".join(map(str, sb)), signed(c.mean, 1),
-                         f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", c.reading, "-"])
+            rows.append(search_row(a, b, "the same, programs equal to the target", sa, sb, "-"))
     return rows
+
+
+def search_row(a, b, metric, na, nb, registered):
+    """A search row of the verdicts table: problems solved per run of arms a and b, the difference with Welch's
+    interval, the exact label test and its reading, then the registered reading."""
+    from results.search_jobs import NAMES
+    c = label_comparison(na, nb, NAMES[a], NAMES[b])
+    return [f"search: {NAMES[a]} − {NAMES[b]}", metric, " / ".join(map(str, na)) + " against "
+            + " / ".join(map(str, nb)), signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}",
+            c.reading, registered]
 
 
 def verdicts_section(cfg, out):
     """The table of headline verdicts (empty until some of its runs have finished)."""
-    main = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")} if "main" in cfg else {}
-    ref = rerun_runs(cfg, out)
-    matched = finished_runs(cfg, out, "matched") if "matched" in cfg else {}
-    ablations = finished_runs(cfg, out, "ablations") if "ablations" in cfg else {}
-    code = finished_runs(cfg, out, "code") if "code" in cfg else {}
+    main, ref = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, rerun_runs(cfg, out)
+    matched, ablations, code = (finished_runs(cfg, out, group) for group in ("matched", "ablations", "code"))
     need = len(cfg["main"]["seeds"]) if "main" in cfg else None
     pooled = "pooled_best@k"
     specs = [("maze v3: VPO − GRPO", "best@1, step 1000", main, "VPO", "GRPO", pooled, 1),
@@ -87,14 +80,14 @@ def verdicts_section(cfg, out):
              ("maze: VPO − Max@k", "best@48, step 1000", ref, "VPO (rerun)", "Max@k (rerun)", pooled, 48),
              ("code v2: VPO − GRPO", "pass@12, step 500", code, "VPO", "GRPO", "pass@k", 12),
              ("code v2: VPO − matched GRPO", "pass@48, step 500", code, "VPO", "matched GRPO", "pass@k", 48)]
-    rows = [paired_row(q, metric, final(runs, a, key, k), final(runs, b, key, k), a.split(" (")[0],
-                       b.split(" (")[0], need) for q, metric, runs, a, b, key, k in specs]
+    rows = [paired_row(q, metric, paired(runs, a, b, key, [k])[1][k], a.split(" (")[0], b.split(" (")[0], need)
+            for q, metric, runs, a, b, key, k in specs]
     if ref:
         stops = early_stopped(cfg, out, ref, matched)
         for k in (3, 48):
-            ds = {seed: d[(3, 12, 48).index(k)] for name, seed, _, d in stops if name == "GRPO (rerun)"}
-            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds,
-                                   {s: 0.0 for s in ds}, "VPO", "early-stopped GRPO", need))
+            ds = [d[(3, 12, 48).index(k)] for name, _, _, d in stops if name == "GRPO (rerun)"]
+            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds, "VPO",
+                                   "early-stopped GRPO", need))
     rows = [r for r in rows if r] + search_rows(cfg, out)
     if not rows:
         return []

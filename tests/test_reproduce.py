@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from results import plan, report, report_code, reproduce
+from results import plan, report_code, reproduce, schedule, tables
 from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,38 +167,38 @@ def run(seed, pooled, slug="x", evals=()):
 def test_paired_differences_and_the_decision_rule():
     runs = {"VPO": [run(0, {3: 0.5, 48: 0.7}), run(1, {3: 0.4, 48: 0.8}), run(2, {3: 0.6, 48: 0.6})],
             "GRPO": [run(2, {3: 0.5, 48: 0.5}), run(0, {3: 0.45, 48: 0.6}), run(1, {3: 0.5, 48: 0.7})]}
-    seeds, d = report.paired(runs, "VPO", "GRPO", "pooled_best@k", [3, 48])
+    seeds, d = tables.paired(runs, "VPO", "GRPO", "pooled_best@k", [3, 48])
     assert seeds == [0, 1, 2]  # paired by seed, not by list position
     assert d[3] == pytest.approx([0.05, -0.1, 0.1]) and d[48] == pytest.approx([0.1, 0.1, 0.1])
-    assert report.verdict(d[3], "VPO", "GRPO") == "unresolved"
-    assert report.verdict(d[48], "VPO", "GRPO") == "VPO ahead on every seed"
-    assert report.verdict([-0.1, -0.01], "VPO", "GRPO") == "GRPO ahead on every seed"
-    assert report.verdict([0.1, 0.0], "VPO", "GRPO") == "unresolved"  # a tie is not a win
+    assert tables.verdict(d[3], "VPO", "GRPO") == "unresolved"
+    assert tables.verdict(d[48], "VPO", "GRPO") == "VPO ahead on every seed"
+    assert tables.verdict([-0.1, -0.01], "VPO", "GRPO") == "GRPO ahead on every seed"
+    assert tables.verdict([0.1, 0.0], "VPO", "GRPO") == "unresolved"  # a tie is not a win
     # a seed only one arm finished is left out of the pairing
     runs["VPO"].append(run(3, {3: 0.9, 48: 0.9}))
-    assert report.paired(runs, "VPO", "GRPO", "pooled_best@k", [3])[0] == [0, 1, 2]
-    assert report.pm([0.5, 0.7]) == "0.600 ± 0.100" and report.pm([0.25]) == "0.250" and report.pm([None]) == "-"
+    assert tables.paired(runs, "VPO", "GRPO", "pooled_best@k", [3])[0] == [0, 1, 2]
+    assert tables.pm([0.5, 0.7]) == "0.600 ± 0.100" and tables.pm([0.25]) == "0.250" and tables.pm([None]) == "-"
 
 
 def test_paired_differences_per_evaluation_step():
     """Each evaluation step is paired on its own: the step-2 evaluations, not the final ones."""
     runs = {"VPO": [run(0, {48: 0.9}, evals=[(2, {48: 0.5})]), run(1, {48: 0.9}, evals=[(2, {48: 0.7})])],
             "GRPO": [run(1, {48: 0.1}, evals=[(2, {48: 0.6})]), run(0, {48: 0.1}, evals=[(2, {48: 0.4})])]}
-    seeds, d = report.paired(runs, "VPO", "GRPO", "pooled_best@k", [48], step=2)
+    seeds, d = tables.paired(runs, "VPO", "GRPO", "pooled_best@k", [48], step=2)
     assert seeds == [0, 1] and d[48] == pytest.approx([0.1, 0.1])
-    assert report.paired(runs, "VPO", "GRPO", "pooled_best@k", [48], step=4)[1][48] == pytest.approx([0.8, 0.8])
-    lines = report.paired_table(runs, "VPO", "GRPO", "pooled_best@k", [48], "pooled")
+    assert tables.paired(runs, "VPO", "GRPO", "pooled_best@k", [48], step=4)[1][48] == pytest.approx([0.8, 0.8])
+    lines = tables.paired_table(runs, "VPO", "GRPO", "pooled_best@k", [48], "pooled")
     for row in ("| 2 | k=48 | +0.100 | +0.100 | 0.100 ± 0.000 | VPO ahead on every seed | [+0.100, +0.100] | 0.5 |",
                 "| 4 | k=48 | +0.800 | +0.800 | 0.800 ± 0.000 | VPO ahead on every seed | [+0.800, +0.800] | 0.5 |"):
         assert any(line.startswith(row) for line in lines), row
     # the table says which spread its ± is, once, after a blank line (a line right under a table is one more row)
-    assert lines.count(report.PAIRED_STD_NOTE) == 1 and lines[lines.index(report.PAIRED_STD_NOTE) - 1] == ""
+    assert lines.count(tables.PAIRED_STD_NOTE) == 1 and lines[lines.index(tables.PAIRED_STD_NOTE) - 1] == ""
 
 
 def test_a_table_with_a_spread_says_it_is_the_population_std():
-    assert report.pm([0.1, 0.2, 0.6]) == "0.300 ± 0.216"  # np.std with ddof 0 (ddof 1 would give 0.265)
-    assert report.table(["a"], [["0.300 ± 0.216"]])[-2:] == ["", report.STD_NOTE]
-    assert report.table(["a"], [["0.300"]]) == ["| a |", "|---|", "| 0.300 |"]  # no spread, no note
+    assert tables.pm([0.1, 0.2, 0.6]) == "0.300 ± 0.216"  # np.std with ddof 0 (ddof 1 would give 0.265)
+    assert tables.table(["a"], [["0.300 ± 0.216"]])[-2:] == ["", tables.STD_NOTE]
+    assert tables.table(["a"], [["0.300"]]) == ["| a |", "|---|", "| 0.300 |"]  # no spread, no note
 
 
 def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, capsys):
@@ -324,9 +324,9 @@ def test_share_base_copies_a_base_of_the_same_key_only(tmp_path):
     os.makedirs(os.path.dirname(a))
     with open(a, "w") as f:
         f.write("weights")
-    reproduce.share_base(c, [a, b, c])
+    schedule.share_base(c, [a, b, c])
     assert not os.path.exists(c)                     # another key: never copied
-    reproduce.share_base(b, [a, b, c])
+    schedule.share_base(b, [a, b, c])
     assert open(b).read() == "weights" and not os.path.exists(b + ".tmp")
 
 
@@ -356,9 +356,8 @@ def test_a_job_that_ends_a_result_starts_before_new_training(tmp_path, capsys, m
     base = tmp_path / "runs" / "maze" / "base" / "maze-1" / "ckpt.pt"
     base.parent.mkdir(parents=True)
     base.write_text("weights")
-    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"]}]
+    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"], "base": str(base)}]
     search = [{"dir": "maze", "name": "coverage-vpo-s0", "needs": [str(base)], "fn": finish_ok, "args": ()}]
-    failed = reproduce._run({}, str(tmp_path), 1, None, train_jobs, search, {("maze", "grpo-s9"): str(base)},
-                            str(tmp_path / "logs"), None)
+    failed = reproduce.run_jobs(str(tmp_path), search, train_jobs, 1, str(tmp_path / "logs"))
     starts = re.findall(r"start maze/(\S+)", capsys.readouterr().out)
     assert failed == [] and starts == ["coverage-vpo-s0", "grpo-s9"]

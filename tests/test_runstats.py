@@ -107,6 +107,6 @@ def test_the_tables_run_level_cells_by_hand():
                                                              "0.25", "too few runs for a test"]
     assert run_level([0.1], "VPO", "GRPO") == ["+0.100", "-", "-", "-", "-"]
     assert "0.25" in run_note(3) and "too few" in run_note(3) and "too few" not in run_note(6)
-    row = paired_row("maze", "best@48", {0: 0.5, 1: 0.6, 2: 0.4}, {0: 0.4, 1: 0.4, 2: 0.5}, "VPO", "GRPO", 3)
+    row = paired_row("maze", "best@48", [0.1, 0.2, -0.1], "VPO", "GRPO", 3)
     assert row[2:5] == ["+0.100 / +0.200 / -0.100", "+0.067", row[4]] and row[5] == "0.75"
     assert row[6:] == ["too few runs for a test", "unresolved"]
