@@ -431,3 +431,20 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k"):
         _label(ax, f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
                                  f"pooled best@{largest} along training"), xlabel)
         _save(fig, ax, os.path.join(out, f"{name}.png"))
+
+
+def strip_figure(counts, budgets, path, title):
+    """One point per training run: problems solved against the budget, each arm beside the others, search and
+    sampling side by side. counts: {how: {arm name: {budget: [per run]}}}."""
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4), sharey=True, squeeze=False)
+    for ax, (how, arms) in zip(axes[0], counts.items()):
+        for i, (arm, by_budget) in enumerate(arms.items()):
+            offset = (i - (len(arms) - 1) / 2) * 0.08
+            for j, b in enumerate(budgets):
+                y = by_budget[b]
+                ax.scatter([j + offset] * len(y), y, s=12, color=f"C{i}", label=arm if j == 0 else None, alpha=0.8)
+                ax.plot([j + offset - 0.03, j + offset + 0.03], [np.mean(y)] * 2, color=f"C{i}", lw=2)
+        ax.set_xticks(range(len(budgets)), [str(b) for b in budgets])
+        _label(ax, how, "answers per problem (budget)")
+    axes[0][0].set_ylabel("problems solved per run")
+    _save(fig, axes[0][-1], path, title)

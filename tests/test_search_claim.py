@@ -106,3 +106,42 @@ def test_the_plans_deciding_test_on_its_own_example():
     assert detectable_difference(4.83 * 128 / 96, 11, 11) == pytest.approx(8.1, abs=0.05)
     assert holm([0.02, 0.04]) == [True, True] and holm([0.03, 0.04]) == [False, False]
     assert holm([0.04, 0.01]) == [True, True] and holm([0.06, 0.01]) == [False, True]
+
+
+def test_the_report_by_hand(tmp_path):
+    """A block written by hand, 3 seeds: the counts per run, the label test (p = 8/20 by enumeration), the paired
+    early-stopping difference, the problems only one arm solves; nothing is tabulated before --stop."""
+    rec = str(tmp_path)
+    claim = replace(sc.QUICK_CLAIM, seeds=(0, 1, 2), problems=3, budgets=(10, 20), min_seeds=3, record=rec)
+    solved_at = {"vpo": [[5, 15, None], [5, 5, 5], [None] * 3]}      # within 10: 1, 3, 0; within 20: 2, 3, 0
+    early = {0: [5, None, None]}                                     # seed 0 stops at step 50: one problem by 20
+
+    def search_file(kind, arm, seed, at):
+        sc.write_json(os.path.join(rec, f"{kind}-{arm}-s{seed}.json"),
+                      {"problems": [1, 2, 3], "results": [{"solved_at": a} for a in at]})
+    for seed in claim.seeds:
+        for arm in ("vpo", "grpo", "multi_rlvr_max", "base"):
+            at = solved_at.get(arm, [[None] * 3] * 3)[seed]
+            for kind in ("evolve", "sample"):
+                search_file(kind, arm, seed, at if kind == "evolve" else [None] * 3)
+            if arm != "base":
+                sc.write_json(os.path.join(rec, f"{arm}-s{seed}", "summary.json"), {})
+                sc.write_json(os.path.join(rec, f"pool-{arm}-s{seed}.json"), {})
+        sc.write_json(os.path.join(rec, f"validate-grpo-s{seed}.json"),
+                      {"t_star": 50 if seed in early else 500, "last": 500, "rows": []})
+        if seed in early:
+            sc.write_json(os.path.join(rec, f"pool-grpo_early-s{seed}.json"), {})
+            for kind in ("evolve", "sample"):
+                search_file(kind, "grpo_early", seed, early[seed] if kind == "evolve" else [None] * 3)
+    assert sc.complete_seeds(claim, rec) == [0, 1, 2]
+    assert sc.report(claim, rec)[0].startswith("The experiment is running: 12 of 12 units are done")
+    sc.write_json(os.path.join(rec, "stopped.json"), {})
+    text = "\n".join(sc.report(claim, rec))
+    assert "| VPO | search | 2 3 0 | 1.3 | 1.7 |" in text
+    assert "| GRPO | search | 0 0 0 | 0.0 | 0.0 |" in text
+    assert "| early-stopped GRPO | search | 1 0 0 | 0.3 | 0.3 |" in text
+    assert "| VPO − GRPO | +1.7 [" in text and "p = 0.4 |" in text          # 8 of the 20 arrangements
+    assert "t* per run: 50, 500, 500" in text and "paired by run: +0.3 [" in text
+    assert "| VPO − GRPO | 3 | 0 | 0 |" in text                         # solved only by some VPO run
+    sc.strip(claim, rec, os.path.join(rec, "strip.png"))
+    assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
