@@ -1,8 +1,8 @@
 """
 The search stage of the code comparison (results/PLAN_CODE.md, "The search"): evolutionary search as the paper
 runs it, on the held-out problems no checkpoint solves, next to plain sampling with the same budget. The plan's
-`search` entry (v2; `search_v1` for the superseded v1) names the group whose final weights it starts from and the
-arms; its files are under runs/DIR/search/ of that group.
+`search` entry (v2's) names the group whose final weights it starts from and the arms; its files are under
+runs/DIR/search/ of that group.
 
 1. screen   every searched checkpoint (the final weights of every searched arm and seed) samples its evaluation
             pool (48 answers at T = 0.7, the evaluation's streams) on the first `screen_problems` test problems;
@@ -34,7 +34,7 @@ from results.plan import CODE_PLANS, code_problems, read_json
 
 
 def group_of(cfg, key="search"):
-    """The plan group whose final weights the search `key` starts from ("code" for v2, "code_v1")."""
+    """The plan group whose final weights the search `key` starts from ("code" for v2's search, "code_rep")."""
     return cfg[cfg[key]["group"]]
 
 
@@ -144,7 +144,7 @@ def write_targets(cfg, out):
         path = targets_path(hard_path)
         if os.path.isfile(hard_path) and path not in written:
             hard = read_json(hard_path)
-            problems = code_problems(cfg, out, cfg[key]["group"], hard["screened"])
+            problems = code_problems(cfg, cfg[key]["group"], hard["screened"])
             content = {"hard": os.path.basename(hard_path), **hard_targets(problems, hard)}
             rows = content.pop("problems")   # one problem a line, for a reader
             text = json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n"
@@ -230,9 +230,9 @@ def pending(cfg, out, key="search", train=None, logs=None):
     """The search jobs not yet done, in order, each with the files it waits for:
     dicts name, fn, args, needs (paths that must exist before it starts), makes (its file), dir.
     A search with a fixed hard file runs in units (pending_units; train: reproduce.py's train_job, logs: where its
-    logs go); a stopped or frozen one has none."""
+    logs go); a stopped one has none."""
     search = cfg.get(key)
-    if not search or group_of(cfg, key).get("frozen") or search.get("stopped"):
+    if not search or search.get("stopped"):
         return []
     if "hard" in search:
         return pending_units(cfg, out, key, train, logs)
