@@ -92,7 +92,8 @@ CODE_REP = record_arms("code_rep")   # the searched arms, retrained in the searc
 MATCHED = record_arms("maze_matched")[:1]
 ABLATIONS = [arm for arm in record_arms("maze_ablations") if arm[1] != "vpo"]
 GEOMETRY = record_arms("maze_geometry")[2:]
-GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_rep": CODE_REP, "matched": MATCHED, "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_rep": CODE_REP, "matched": MATCHED,
+          "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
 REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
 # (runs, their search) as results.md reports them

@@ -9,8 +9,8 @@ runs/DIR/search/ of that group.
             screen-ARM-sSEED.json holds how many answers solved each problem.
 2. hard     the problems that no screened checkpoint solved, the first `problems` of them (hard.json); fewer
             than that is an error that asks for more screened problems.
-3. evolve   search.evolve from each checkpoint on the hard problems, in chunks of `chunk` problems where the plan
-            splits them (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the
+3. evolve   search.evolve from each checkpoint on the hard problems, in chunks of `chunk` problems
+            (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the
             budget spent when the first solving program appeared.
    sample   search.sample_until_solved, the same budget of fresh samples at the search's temperature, the same
             chunks (sample-ARM-sSEED-cC.json): what the search adds over sampling.
@@ -47,18 +47,18 @@ def checkpoint(out, cfg, key, slug, seed):
 
 
 def chunks(search):
-    """[(chunk index, first hard problem, end)] of the search's problems: one chunk of all of them unless the plan
-    splits them ("chunk": problems per job; chunk c uses search seed seed + c)."""
-    size = search.get("chunk", search["problems"])
+    """[(chunk index, first hard problem, end)] of the search's problems, "chunk" problems per job (chunk c uses
+    search seed seed + c)."""
+    size = search["chunk"]
     return [(c, c * size, min((c + 1) * size, search["problems"])) for c in range(math.ceil(search["problems"] / size))]
 
 
 def path_of(out, cfg, key, kind, slug=None, seed=None, chunk=None):
     """hard.json, screen-ARM-sSEED.json, pool-ARM-sSEED.json (a unit's pool on the hard problems), and
-    KIND-ARM-sSEED[-cCHUNK].json (the chunk suffix where the plan splits)."""
+    KIND-ARM-sSEED-cCHUNK.json (an evolve or sample chunk)."""
     if kind == "hard" and "hard" in cfg[key]:
         return os.path.join(out, cfg[key]["hard"])
-    part = f"-c{chunk}" if "chunk" in cfg[key] and chunk is not None else ""
+    part = f"-c{chunk}" if chunk is not None else ""
     name = "hard.json" if kind == "hard" else f"{kind}-{slug}-s{seed}{part}.json"
     return os.path.join(search_dir(out, cfg, key), name)
 
@@ -155,7 +155,7 @@ def write_targets(cfg, out):
     return written
 
 
-def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
+def search_job(kind, ckpt, search, hard_path, path, chunk):
     """evolve or sample from one checkpoint on one chunk (index, first, end) of the hard problems, with the plan's
     budget and search seed seed + index."""
     from runs.dirs import machine
