@@ -73,7 +73,7 @@ def code_point(cfg, out, group="code"):
     if "base-m3" not in cache:
         return None
     task, n = code_task(cfg, group), len(cache["base-m3"]["answers"])
-    problems = code_problems(cfg, out, group, n)
+    problems = code_problems(cfg, group, n)
     policy = [answer_dimensions(task, problems, cache[f"vpo-s{r['seed']}"]["answers"]) for r in runs["VPO"]
               if f"vpo-s{r['seed']}" in cache]
     d = paired(runs, "VPO", "GRPO", "pass@k", KS, cfg[group]["steps"])[1]

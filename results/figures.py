@@ -313,10 +313,9 @@ def search_figure(found, budgets, path, suptitle, colours=None):
 def code_figures(cfg, out, group, key):
     """The figures of one code plan (its group's runs and its search), named by the group's "files" tag."""
     code = finished_runs(cfg, out, group) if group in cfg else {}
-    names, tag = [], cfg.get(group, {}).get("files", "code")
     g = cfg.get(group, {})
-    title = ("code, plan v1 (superseded)" if g.get("frozen") else
-             "code, plan v2, replicate weights" if g.get("units") else "code")
+    names, tag = [], g.get("files", "code")
+    title = "code, plan v2, replicate weights" if g.get("units") else "code"
     if code:
         bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
         for metric, name, what in (("pass@k", f"pass_at_k_steps_{tag}.png", "pass@k over whole rollouts"),

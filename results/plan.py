@@ -60,14 +60,6 @@ FULL = {
     "code_rep": {"task": "code", "dir": "code-v2-rep", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
                  "files": "code_v2_rep", "units": "search_rep"},
     "search_rep": {"group": "code_rep", **SEARCH, "hard": "runs/code-v2/search/hard.json"},
-    # v1 of the code plan, superseded: ran at commit e29cbc8 on the shown inputs of inputs=random; its committed
-    # files are reported, never rerun from here ("frozen": the commit that reproduces them)
-    # (its test problems as that commit's generator drew them: runs/code/problems.json)
-    "code_v1": {"task": "code", "dir": "code", "seeds": [0, 1, 2], "steps": 500, "eval_every": 125,
-                "frozen": "e29cbc8", "files": "code", "answers": "answers_code.json", "answer_problems": 32},
-    "search_v1": {"group": "code_v1", "arms": ("grpo", "vpo"), "screen_problems": 256, "answers": 48,
-                  "problems": 32, "budget": 3072, "unit": "answers", "temperature": 1.0, "seed": 0,
-                  "budgets": (48, 96, 192, 384, 768, 1536, 3072), "pairs": (("vpo", "grpo"),)},
     # the reviewer's questions on the maze (results/PLAN_REVIEW.md): equal compute, the ablations, the sets' coverage
     # (v3 rerun with its weights kept), the reward's geometry
     "matched": record_group("maze_matched"),
@@ -92,21 +84,20 @@ QUICK = {
     "route_mazes": 2, "route_answers": 3,
 }
 # the code comparison, v2 (results/PLAN_CODE.md): GRPO, GRPO with VPO's answers per prompt, Multi-RLVR and VPO,
-# then evolutionary search; v1 (superseded, reported only): GRPO, Multi-RLVR and VPO
+# then evolutionary search (v1, superseded: results/superseded/code_v1.md)
 CODE = record_arms("code_v2")
-CODE_V1 = [arm for arm in CODE if arm[1] != "grpo_matched"]
 CODE_REP = record_arms("code_rep")   # the searched arms, retrained in the search's units
 # the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms,
 # which the files compare against, are v3's again
 MATCHED = record_arms("maze_matched")[:1]
 ABLATIONS = [arm for arm in record_arms("maze_ablations") if arm[1] != "vpo"]
 GEOMETRY = record_arms("maze_geometry")[2:]
-GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_v1": CODE_V1, "code_rep": CODE_REP,
-          "matched": MATCHED, "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
+GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_rep": CODE_REP, "matched": MATCHED,
+          "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
 REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
 # (runs, their search) as results.md reports them
-CODE_PLANS = (("code", "search"), ("code_rep", "search_rep"), ("code_v1", "search_v1"))
+CODE_PLANS = (("code", "search"), ("code_rep", "search_rep"))
 
 
 def code_task(cfg, group):
@@ -116,39 +107,29 @@ def code_task(cfg, group):
     return get_task("code", **parse_task_options(cfg[group].get("task_opt", [])))
 
 
-def code_problems(cfg, out, group, n):
-    """The first n test problems (seed 0) of a plan group's runs: drawn by its task, or, for a frozen group (whose
-    generator has changed since), read from the runs/DIR/problems.json that its commit's generator wrote."""
-    if not cfg[group].get("frozen"):
-        return code_task(cfg, group).problems("test", n, seed=0)
-    from tasks.code import CodeProblem
-    rows = read_json(os.path.join(out, "runs", cfg[group]["dir"], "problems.json"))["problems"]
-    if n > len(rows):
-        raise ValueError(f"{group}: {n} problems asked, {len(rows)} kept")
-    return [CodeProblem(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}, rewrites=(), partials=())
-            for row in rows[:n]]
+def code_problems(cfg, group, n):
+    """The first n test problems (seed 0) of a plan group's runs, as its task draws them."""
+    return code_task(cfg, group).problems("test", n, seed=0)
 
 
 def jobs_of(cfg):
     """Every training run of the plan, in the order they are started: the main arms seed by seed (so a reproduction
     cut short has both main arms for its first seeds), then the baselines seed by seed.
     -> list of dicts: group, label, slug, seed, task, argv, name, dir (under out/runs),
-    frozen (the commit that reproduces a superseded group's runs, which are reported and never rerun; else None),
     units (the search whose units train the group's runs, results/search_jobs.py; else None)."""
     def job(group, label, slug, flags, seed):
         g = cfg[group]
         # the base is evaluated once per m: in the first seed's GRPO run (m = 1) and VPO run (m = 3); each geometry
         # setting's first seed evaluates it too (the dimensions it sees)
         first = seed == g["seeds"][0] and (group == "geometry" or slug in ("grpo", "vpo") and group in
-                                           ("main", "code", "code_v1", "code_rep", "rerun"))
+                                           ("main", "code", "code_rep", "rerun"))
         base_eval = [] if first else ["--no_base_eval"]
         argv = ["--task", g["task"], "--seed", str(seed), "--steps", str(g["steps"]), "--eval_every",
                 str(g["eval_every"]), "--run_name", f"{slug}-s{seed}", *flags, *g.get("flags", []),
                 *[a for opt in g.get("task_opt", []) for a in ("--task_opt", opt)],
                 "--keep_eval_ckpts", *base_eval, *cfg["common"], "--quiet"]
         return {"group": group, "label": label, "slug": slug, "seed": seed, "task": g["task"], "argv": argv,
-                "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]),
-                "frozen": g.get("frozen"), "units": g.get("units")}
+                "name": f"{slug}-s{seed}", "dir": g.get("dir", g["task"]), "units": g.get("units")}
     return [job(group, arm[0], arm[1], arm[2], seed) for group in GROUPS if group in cfg
             for seed in cfg[group]["seeds"] for arm in GROUPS[group] if len(arm) < 4 or seed in arm[3]]
 

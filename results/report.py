@@ -11,7 +11,7 @@ under it; a single seed is shown alone.
 import os
 
 from results.plan import CODE_PLANS, KS, base_metrics, finished_runs
-from results.report_code import code_section
+from results.report_code import code_section, superseded_lines
 from results.report_review import review_section
 from results.tables import (compute_seconds, first_metrics, other_table, paired_table, scalar_step_table, step_table,
                             wall_seconds)
@@ -28,7 +28,7 @@ def write_report(cfg, out, title, figures=True):
         from results.search_jobs import write_targets
         write_targets(cfg, out)
         for group, _ in CODE_PLANS:
-            if group in cfg and cfg[group].get("answers") and not cfg[group].get("frozen"):  # frozen: its cache
+            if group in cfg and cfg[group].get("answers"):
                 code_answers(cfg, out, finished_runs(cfg, out, group), group)
     runs = {**main, **baselines}
     rooms = {name: get_task(name).answer_tokens for name in ("maze", "code")}
@@ -61,6 +61,7 @@ def write_report(cfg, out, title, figures=True):
         lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
+    lines += superseded_lines(out)
     lines += review_section(cfg, out)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "

@@ -1,7 +1,7 @@
 """
-The code comparisons' part of results.md (results/PLAN_CODE.md, v2 and the superseded v1): pass@k, pass_hidden@k
-and best@k per step, the paired differences, pass@48 against the base, the forms of the answers, and the search
-tables with the plan's test.
+The code comparisons' part of results.md (results/PLAN_CODE.md, v2 and its search of record): pass@k,
+pass_hidden@k and best@k per step, the paired differences, pass@48 against the base, the forms of the answers, and
+the search tables with the plan's test. The superseded v1's sections are kept in results/superseded/code_v1.md.
 """
 import os
 import re
@@ -17,45 +17,37 @@ from results.verdicts import run_level_search_lines
 
 
 def code_section(cfg, out, group="code", key="search"):
-    """One code plan (results/PLAN_CODE.md; group "code" is v2, "code_v1" the superseded v1): pass@k, pass_hidden@k
-    and best@k per evaluation step, the paired differences, what RL does to pass@48 against the base, the forms of
-    the answers, and the search tables (results/search_jobs.py)."""
+    """One code plan (results/PLAN_CODE.md; group "code" is v2, "code_rep" the replicates of its search of record):
+    pass@k, pass_hidden@k and best@k per evaluation step, the paired differences, what RL does to pass@48 against
+    the base, the forms of the answers, and the search tables (results/search_jobs.py)."""
     runs = finished_runs(cfg, out, group) if group in cfg else {}
     if not runs:
         return []
     g = cfg[group]
     bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
-    ks, need, v2 = KS[1:], len(g["seeds"]), not g.get("frozen")
+    ks, need = KS[1:], len(g["seeds"])
     if g.get("units"):
         return replicate_section(cfg, out, group, runs, bases)
 
-    def vs_grpo(metric, at, name):  # VPO against GRPO, and against matched GRPO where it ran (v2)
+    def vs_grpo(metric, at, name):  # VPO against GRPO and against matched GRPO
         return [line for b in ("GRPO", "matched GRPO") for line in paired_table(runs, "VPO", b, metric, at, name, need)]
-    if v2:
-        lines = [f"## Code, plan v2 (shown tests that pay for the program): {g['steps']} RL steps, "
-                 f"{g['steps'] * 8:,} prompts per arm", "",
-                 "Plan v2 of [PLAN_CODE.md](PLAN_CODE.md); GRPO writes 8 answers per prompt and step, matched GRPO "
-                 f"24 (24 rollouts), Multi-RLVR and VPO 24 (8 rollouts of 3); files under results/runs/{g['dir']}/.",
-                 ""]
-    else:
-        lines = [f"## Code, plan v1 (superseded): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm", "",
-                 f"Plan v1 of [PLAN_CODE.md](PLAN_CODE.md), run at commit {g['frozen']} on shown inputs drawn at "
-                 "random, which paid a three-level template more than the right program (PLAN_CODE.md, \"Why v1 is "
-                 f"superseded\"); reported as measured, files under results/runs/{g['dir']}/.", ""]
+    lines = [f"## Code, plan v2 (shown tests that pay for the program): {g['steps']} RL steps, "
+             f"{g['steps'] * 8:,} prompts per arm", "",
+             "Plan v2 of [PLAN_CODE.md](PLAN_CODE.md); GRPO writes 8 answers per prompt and step, matched GRPO "
+             f"24 (24 rollouts), Multi-RLVR and VPO 24 (8 rollouts of 3); files under results/runs/{g['dir']}/.", ""]
     lines += step_lines(f"pass@k (every shown test passes) over whole rollouts (k/m rollouts of m answers) at each "
                         f"evaluation step, {first_metrics(runs)['problems']} held-out problems, 48 answers each:",
                         runs, "pass@k", ks, bases) + vs_grpo("pass@k", ks, "pass@k")
     lines += step_lines("Pooled pass@k (every answer of a problem in one pool; k = 1 is the fraction of answers that "
                         "solve):", runs, "pooled_pass@k", KS, bases)
-    lines += vs_grpo("pooled_pass@k", (1,), "pooled pass@1") if v2 else []
+    lines += vs_grpo("pooled_pass@k", (1,), "pooled pass@1")
     lines += step_lines("pass_hidden@k (the shown and the 8 hidden tests pass) over whole rollouts:", runs,
                         "pass_hidden@k", ks, bases) + target_lines(runs, ks, bases)
     lines += step_lines("Code best@k (the fraction of shown tests passed by the best of k answers) over whole "
                         "rollouts:", runs, "best@k", ks, bases) + vs_grpo("best@k", ks, "code best@k")
     lines += paired_table(runs, "VPO", "Multi-RLVR", "pass@k", (3, 12, 48), "pass@k", need)
-    if v2:
-        lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
-        lines += below_base_table(runs, bases, need=need)
+    lines += paired_table(runs, "matched GRPO", "GRPO", "pass@k", (3, 12, 48), "pass@k", need)
+    lines += below_base_table(runs, bases, need=need)
     lines += ["Diversity and the answers at each evaluation step:", ""]
     lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
                                       ("distinct_rate", None, "distinct"), ("deploy_reward", None, "tests passed"),
@@ -63,8 +55,21 @@ def code_section(cfg, out, group="code", key="search"):
     path = os.path.join(out, g["answers"])
     cache = read_json(path) if os.path.isfile(path) else {}
     if "targets" in cache:  # what the final weights write (results/figures.py samples them)
-        lines += forms_table(cache, g["answers"]) + (family_forms_table(cache, g["answers"]) if v2 else [])
+        lines += forms_table(cache, g["answers"]) + family_forms_table(cache, g["answers"])
     return lines + search_section(cfg, out, key)
+
+
+V1 = "superseded/code_v1.md"   # plan v1's sections of results.md, as the code at commit 352e99a wrote them
+
+
+def superseded_lines(out):
+    """Where the superseded plan v1's sections went: a heading and one sentence that links their snapshot, where
+    the snapshot is under out (it is committed in results/)."""
+    if not os.path.isfile(os.path.join(out, V1)):
+        return []
+    return ["## Code, plan v1 (superseded)", "",
+            f"Plan v1's sections are kept in [{V1}]({V1}), as the code at commit 352e99a wrote them from the runs "
+            "committed in results/runs/code/; that file says how to write them again.", ""]
 
 
 def step_lines(caption, runs, key, ks, bases):
@@ -219,8 +224,8 @@ def search_section(cfg, out, key="search"):
              f"solved).", ""]
     lines += rule_lines(found, os.path.relpath(targets_path(path_of(out, cfg, key, "hard")), out), out)
     budgets = s["budgets"]
-    task = code_task(cfg, s["group"])  # scores a program on a problem's tests; v1's problems come from its file
-    problems = code_problems(cfg, out, s["group"], hard["screened"])
+    task = code_task(cfg, s["group"])  # scores a program on a problem's tests
+    problems = code_problems(cfg, s["group"], hard["screened"])
 
     def best_tests(problem, res):  # the fraction of shown tests the search's best program passes (0: none kept)
         return float(task.score(problem, res["best"]).mean()) if res.get("best") is not None else 0.0
@@ -242,8 +247,7 @@ def search_section(cfg, out, key="search"):
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed",
                     "kept solving programs equal to the target"], rows) + [""]
-    lines += only_by_tables(found, s, hard, frozen=group.get("frozen"), stopped=bool(stopped),
-                            seeds=len(group["seeds"]),
+    lines += only_by_tables(found, s, hard, stopped=bool(stopped), seeds=len(group["seeds"]),
                             target=lambda slug: [target_solved({**r, "kind": "evolve"}, task, problems)
                                                  for r in found["evolve"][slug]])
     return lines + solved_problems_table(found, task, problems)
@@ -270,7 +274,7 @@ def rule_lines(found, targets, out):
             + where, ""]
 
 
-def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, target=None):
+def only_by_tables(found, s, hard, stopped=False, seeds=None, target=None):
     """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
     budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
     the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
@@ -322,11 +326,10 @@ def only_by_tables(found, s, hard, frozen=None, stopped=False, seeds=None, targe
             reading = "descriptive"
         how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]
         rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
-    note = (" (computed after v1's runs: v1's plan named no test)" if frozen else
-            "; the search rows are the plan's registered verdict, with Holm over its pairs at familywise α = 0.05")
     lines += [f"The pre-registered analysis, the sign test over problems at the full budget ({full} {s['unit']}): "
               f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
-              f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2){note}. It counts problems as independent replicates, but "
+              f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2); the search rows are the plan's registered verdict, with "
+              f"Holm over its pairs at familywise α = 0.05. It counts problems as independent replicates, but "
               "what varies between two methods is the training run; where it disagrees with the run-level test "
               "below, the run-level test is the reading:", ""]
     lines += table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]

@@ -18,7 +18,8 @@ Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is the
              Multi-RLVR and VPO, 3 seeds, 500 steps, under runs/code-v2/; then the search stage
              (results/search_jobs.py): the final GRPO, matched-GRPO and VPO weights screened for the held-out
              problems none solves, evolutionary search and plain sampling from each with the same budget.
-             (v1's code runs, superseded, stay committed under runs/code/ and are reported, not rerun.)
+             (v1's code runs, superseded, stay committed under runs/code/; results/superseded/code_v1.md keeps
+             their tables.)
 
 Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/DIR/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
@@ -46,8 +47,8 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
-    train_jobs = [{**j, "base": base_path(j, out)} for j in jobs_of(cfg) if j["group"] in groups and not j["frozen"]
-                  and not j["units"] and not finished(cfg, out, j)]
+    train_jobs = [{**j, "base": base_path(j, out)} for j in jobs_of(cfg) if j["group"] in groups and not j["units"]
+                  and not finished(cfg, out, j)]
     logs = os.path.join(out, "runs", "logs")
     search = search_jobs.pending(cfg, out) if "code" in groups else []
     if "code_rep" in groups and "code_rep" in cfg:  # the search's units train their own runs (search_jobs.py)

@@ -1,16 +1,16 @@
 """
 The search stage of the code comparison (results/PLAN_CODE.md, "The search"): evolutionary search as the paper
 runs it, on the held-out problems no checkpoint solves, next to plain sampling with the same budget. The plan's
-`search` entry (v2; `search_v1` for the superseded v1) names the group whose final weights it starts from and the
-arms; its files are under runs/DIR/search/ of that group.
+`search` entry (v2's) names the group whose final weights it starts from and the arms; its files are under
+runs/DIR/search/ of that group.
 
 1. screen   every searched checkpoint (the final weights of every searched arm and seed) samples its evaluation
             pool (48 answers at T = 0.7, the evaluation's streams) on the first `screen_problems` test problems;
             screen-ARM-sSEED.json holds how many answers solved each problem.
 2. hard     the problems that no screened checkpoint solved, the first `problems` of them (hard.json); fewer
             than that is an error that asks for more screened problems.
-3. evolve   search.evolve from each checkpoint on the hard problems, in chunks of `chunk` problems where the plan
-            splits them (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the
+3. evolve   search.evolve from each checkpoint on the hard problems, in chunks of `chunk` problems
+            (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the
             budget spent when the first solving program appeared.
    sample   search.sample_until_solved, the same budget of fresh samples at the search's temperature, the same
             chunks (sample-ARM-sSEED-cC.json): what the search adds over sampling.
@@ -34,7 +34,7 @@ from results.plan import CODE_PLANS, code_problems, read_json
 
 
 def group_of(cfg, key="search"):
-    """The plan group whose final weights the search `key` starts from ("code" for v2, "code_v1")."""
+    """The plan group whose final weights the search `key` starts from ("code" for v2's search, "code_rep")."""
     return cfg[cfg[key]["group"]]
 
 
@@ -47,18 +47,18 @@ def checkpoint(out, cfg, key, slug, seed):
 
 
 def chunks(search):
-    """[(chunk index, first hard problem, end)] of the search's problems: one chunk of all of them unless the plan
-    splits them ("chunk": problems per job; chunk c uses search seed seed + c)."""
-    size = search.get("chunk", search["problems"])
+    """[(chunk index, first hard problem, end)] of the search's problems, "chunk" problems per job (chunk c uses
+    search seed seed + c)."""
+    size = search["chunk"]
     return [(c, c * size, min((c + 1) * size, search["problems"])) for c in range(math.ceil(search["problems"] / size))]
 
 
 def path_of(out, cfg, key, kind, slug=None, seed=None, chunk=None):
     """hard.json, screen-ARM-sSEED.json, pool-ARM-sSEED.json (a unit's pool on the hard problems), and
-    KIND-ARM-sSEED[-cCHUNK].json (the chunk suffix where the plan splits)."""
+    KIND-ARM-sSEED-cCHUNK.json (an evolve or sample chunk)."""
     if kind == "hard" and "hard" in cfg[key]:
         return os.path.join(out, cfg[key]["hard"])
-    part = f"-c{chunk}" if "chunk" in cfg[key] and chunk is not None else ""
+    part = f"-c{chunk}" if chunk is not None else ""
     name = "hard.json" if kind == "hard" else f"{kind}-{slug}-s{seed}{part}.json"
     return os.path.join(search_dir(out, cfg, key), name)
 
@@ -144,7 +144,7 @@ def write_targets(cfg, out):
         path = targets_path(hard_path)
         if os.path.isfile(hard_path) and path not in written:
             hard = read_json(hard_path)
-            problems = code_problems(cfg, out, cfg[key]["group"], hard["screened"])
+            problems = code_problems(cfg, cfg[key]["group"], hard["screened"])
             content = {"hard": os.path.basename(hard_path), **hard_targets(problems, hard)}
             rows = content.pop("problems")   # one problem a line, for a reader
             text = json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n"
@@ -155,7 +155,7 @@ def write_targets(cfg, out):
     return written
 
 
-def search_job(kind, ckpt, search, hard_path, path, chunk=(0, 0, None)):
+def search_job(kind, ckpt, search, hard_path, path, chunk):
     """evolve or sample from one checkpoint on one chunk (index, first, end) of the hard problems, with the plan's
     budget and search seed seed + index."""
     from runs.dirs import machine
@@ -230,9 +230,9 @@ def pending(cfg, out, key="search", train=None, logs=None):
     """The search jobs not yet done, in order, each with the files it waits for:
     dicts name, fn, args, needs (paths that must exist before it starts), makes (its file), dir.
     A search with a fixed hard file runs in units (pending_units; train: reproduce.py's train_job, logs: where its
-    logs go); a stopped or frozen one has none."""
+    logs go); a stopped one has none."""
     search = cfg.get(key)
-    if not search or group_of(cfg, key).get("frozen") or search.get("stopped"):
+    if not search or search.get("stopped"):
         return []
     if "hard" in search:
         return pending_units(cfg, out, key, train, logs)

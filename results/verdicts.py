@@ -45,7 +45,7 @@ def search_rows(cfg, out, key="search_rep"):
         row[-1] = (f"{who[0] if na > nb else who[1]} ahead, {max(na, nb)} against {min(na, nb)} problems, p = {p:.2g}"
                    if reject else f"no difference, {na} against {nb} problems, p = {p:.2g}")
     if rows and hard:  # the same per run, counting only kept programs equal to the target (no registered reading)
-        task, problems = code_task(cfg, s["group"]), code_problems(cfg, out, s["group"], hard["screened"])
+        task, problems = code_task(cfg, s["group"]), code_problems(cfg, s["group"], hard["screened"])
         for a, b in s["pairs"]:
             sa, sb = ([len(target_solved({**r, "kind": "evolve"}, task, problems)) for r in found["evolve"][slug]]
                       for slug in (a, b))

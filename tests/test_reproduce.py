@@ -38,10 +38,8 @@ def readme_results():
 def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
     figures, captions = readme_results()
     assert len(figures) >= 2 and len(captions) >= 3
-    frozen = tuple(f"_{g['files']}.png" for g in plan.FULL.values() if isinstance(g, dict) and g.get("frozen"))
     for name in figures:
-        # drawn from the committed pilot logs or a superseded plan's committed files, not from the runs
-        if name != "answer_room_maze.png" and not name.endswith(frozen):
+        if name != "answer_room_maze.png":  # drawn from the committed pilot logs, not from the runs
             assert (quick / name).stat().st_size > 2000, name
     text = (quick / "results.md").read_text()
     for caption in captions:
@@ -90,15 +88,15 @@ def test_a_second_invocation_trains_nothing(quick):
 def test_the_job_list_is_the_plan():
     jobs = plan.jobs_of(plan.FULL)
     names = {(j["group"], j["name"]) for j in jobs}
-    # maze v3, code v2, code v1, the replicates of v2's search of record; the reviewer's: matched GRPO x 3, the v3
-    # rerun, random-weight GRPO x 3 and three ablations x 1, five geometry settings x 2
-    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3 + 3 * 3 + 3 + 12 + 3 + 3 + 5 * 2
+    # maze v3, code v2, the replicates of v2's search of record; the reviewer's: matched GRPO x 3, the v3 rerun,
+    # random-weight GRPO x 3 and three ablations x 1, five geometry settings x 2
+    assert len(names) == len(jobs) == 2 * 3 + 2 * 3 + 4 * 3 + 3 * 3 + 3 + 12 + 3 + 3 + 5 * 2
     assert {j["dir"] for j in jobs if j["group"] == "code"} == {"code-v2"}          # v2 beside v1's committed runs
+    assert not any(j["dir"] == "code" for j in jobs)                              # v1's: superseded, never rerun
     # the replicates: v2's arguments exactly, trained by the search's units, not as jobs of their own
     v2 = {j["name"]: j["argv"] for j in jobs if j["group"] == "code"}
     assert {j["name"]: (j["argv"], j["units"]) for j in jobs if j["group"] == "code_rep"} == \
         {name: (v2[name], "search_rep") for name in v2 if not name.startswith("multi_rlvr")}
-    assert {(j["dir"], j["frozen"]) for j in jobs if j["group"] == "code_v1"} == {("code", "e29cbc8")}
     matched = next(j for j in jobs if j["group"] == "code" and j["slug"] == "grpo_matched")
     assert "--match_budget" in matched["argv"] and matched["argv"][matched["argv"].index("--algo") + 1] == "grpo"
     for group, arms in plan.GROUPS.items():
@@ -111,7 +109,7 @@ def test_the_job_list_is_the_plan():
                 assert argv[argv.index("--steps") + 1] == str(g["steps"])
                 assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
                 assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
-                first = seed == 0 and (group in ("main", "code", "code_v1", "code_rep", "rerun")
+                first = seed == 0 and (group in ("main", "code", "code_rep", "rerun")
                                        and slug in ("grpo", "vpo")
                                        or group == "geometry")
                 assert ("--no_base_eval" not in argv) == first
@@ -263,21 +261,25 @@ def test_forms_per_family_by_hand():
     assert "| vpo | 0.50 / 0.25 | 0.50 / 0.25 |" in lines
 
 
-def test_the_superseded_code_plan_reads_its_own_problems():
-    """v1's runs were made at commit e29cbc8, whose generator drew other problems than today's: its tables read the
-    problems that generator wrote (runs/code/problems.json), which agree with the targets v1's answers cache and
-    search files recorded; v2's are drawn by the task."""
-    v1 = plan.code_problems(plan.FULL, "results", "code_v1", 256)
-    cache = json.loads(open("results/answers_code.json").read())
-    assert [[p.target, p.family] for p in v1[:len(cache["targets"])]] == cache["targets"]
-    today = plan.code_task(plan.FULL, "code").problems("test", 256, seed=0)
-    assert [p.target for p in v1] != [p.target for p in today]
-    hard = json.loads(open("results/runs/code/search/hard.json").read())["problems"]
-    task = plan.code_task(plan.FULL, "code")
-    assert all(task.score(v1[i], v1[i].target).all() for i in hard)   # its targets pass their own shown tests
-    assert plan.code_problems(plan.FULL, "results", "code", 3) == today[:3]
-    with pytest.raises(ValueError, match="257 problems asked"):
-        plan.code_problems(plan.FULL, "results", "code_v1", 257)
+def test_the_superseded_code_plan_is_a_snapshot_that_results_md_links():
+    """Plan v1's sections left the live report: results/superseded/code_v1.md keeps them as commit 352e99a wrote
+    them, its links resolve (its figures and answers cache beside it), results.md links it where they were, and
+    the captions results/README.md quotes from it are in it."""
+    out = os.path.join(ROOT, "results")
+    snapshot = open(os.path.join(out, report_code.V1)).read()
+    assert "git checkout 352e99a && python -m results.reproduce --report" in snapshot
+    assert "## Code, plan v1 (superseded): 500 RL steps" in snapshot and "### Evolutionary search" in snapshot
+    links = re.findall(r"\]\(([^)#\s]+)\)", snapshot)
+    assert "search_code.png" in links and "../PLAN_CODE.md" in links
+    assert all(os.path.exists(os.path.join(out, "superseded", link)) for link in links), links
+    text = open(os.path.join(out, "results.md")).read()
+    assert "\n".join(report_code.superseded_lines(out)) in text and "plan v1 (superseded): 500" not in text
+    readme = open(os.path.join(out, "README.md")).read()
+    quoted = [" ".join(c.split()) for c in re.findall(r"code_v1\.md: \"([^\"]+)\"", readme)]
+    assert len(quoted) >= 5 and all(caption in snapshot for caption in quoted), quoted
+    assert report_code.superseded_lines(str(ROOT)) == []              # no snapshot under out: no link
+    # what is left of the plan's problems: v2's, drawn by the task
+    assert plan.code_problems(plan.FULL, "code", 3) == plan.code_task(plan.FULL, "code").problems("test", 3, seed=0)
 
 
 def test_answer_forms_by_hand():

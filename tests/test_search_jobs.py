@@ -34,8 +34,6 @@ def test_search_jobs_wait_for_the_files_they_need(tmp_path):
     hard = next(j for j in jobs if j["name"] == "hard")
     assert hard["needs"] == [j["makes"] for j in jobs[:6]]
     assert all(j["needs"] == [hard["makes"]] for j in jobs[7:])
-    assert search_jobs.pending({**cfg, "search": {**cfg["search"], "group": "code_v1"},
-                                "code_v1": {**cfg["code"], "frozen": "e29cbc8"}}, str(tmp_path)) == []
     run = tmp_path / "runs" / "code-v2" / "grpo-s0"
     assert jobs[0]["needs"] == [str(run / "summary.json"), str(run / "ckpt.pt")]
     search_jobs.write_json(jobs[0]["makes"], {})
@@ -177,16 +175,16 @@ def test_target_solved_counts_kept_programs_equal_to_the_target():
 
 
 def test_the_committed_hard_targets_are_the_hard_problems():
-    """hard_targets.json beside each committed hard.json holds what the generator draws for the hard problems (v1's
-    from its committed problems.json), each target's table on the domain; and checked from these files alone
-    (results/kept_programs.py), the kept programs give the same counts as the report's (target_solved)."""
+    """hard_targets.json beside each committed hard.json holds what the generator draws for the hard problems, each
+    target's table on the domain; and checked from these files alone (results/kept_programs.py), the kept programs
+    give the same counts as the report's (target_solved)."""
     from results import kept_programs, search_jobs
     from tasks.code import execute
     out = os.path.dirname(plan.__file__)
     for _, key in plan.CODE_PLANS:
         hard_path = search_jobs.path_of(out, plan.FULL, key, "hard")
         hard = plan.read_json(hard_path)
-        problems = plan.code_problems(plan.FULL, out, plan.FULL[key]["group"], hard["screened"])
+        problems = plan.code_problems(plan.FULL, plan.FULL[key]["group"], hard["screened"])
         committed = plan.read_json(search_jobs.targets_path(hard_path))
         assert committed == {"hard": "hard.json", **search_jobs.hard_targets(problems, hard)}, key
         assert [row["index"] for row in committed["problems"]] == hard["problems"]
@@ -205,7 +203,7 @@ def test_the_committed_hard_targets_are_the_hard_problems():
 
 
 def test_the_code_sections_of_results_md_are_what_report_code_writes():
-    """Each code plan's section (v2, the search of record, v1), written from the committed files, is a block of the
+    """Each code plan's section (v2, the search of record), written from the committed files, is a block of the
     committed results.md, byte for byte."""
     out = os.path.dirname(plan.__file__)
     text = open(os.path.join(out, "results.md")).read()

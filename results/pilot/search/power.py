@@ -61,7 +61,7 @@ def pooled_sd(a, b):
 
 def main():
     found, _ = read_searches(FULL, "results", "search_rep")
-    task, problems = code_task(FULL, "code_rep"), code_problems(FULL, "results", "code_rep", 512)
+    task, problems = code_task(FULL, "code_rep"), code_problems(FULL, "code_rep", 512)
     print(f"hard set {HARD}; smallest difference that matters {SMALLEST} problems per run")
     print("| budget | VPO per run (of 96) | GRPO per run (of 96) | pooled sd (of 96) | sd, share of the hard set "
           "| sd scaled to the hard set | detectable, 10 / 11 / 12 / 15 runs, α = 0.05 | the same, α = 0.025 "
