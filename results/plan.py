@@ -87,13 +87,13 @@ QUICK = {
 # then evolutionary search (v1, superseded: results/superseded/code_v1.md)
 CODE = record_arms("code_v2")
 CODE_REP = record_arms("code_rep")   # the searched arms, retrained in the search's units
-# the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms,
-# which the files compare against, are v3's again
+# the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms
+# are v3's again (the files it compares against), labelled "GRPO (rerun)" and so on
 MATCHED = record_arms("maze_matched")[:1]
 ABLATIONS = [arm for arm in record_arms("maze_ablations") if arm[1] != "vpo"]
 GEOMETRY = record_arms("maze_geometry")[2:]
 GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_rep": CODE_REP, "matched": MATCHED,
-          "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
+          "rerun": record_arms("maze_rerun"), "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
 REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
 # (runs, their search) as results.md reports them

@@ -15,18 +15,12 @@ from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table
                             table, verdict)
 
 
-def rerun_runs(cfg, out):
-    """The finished rerun of v3, labelled "GRPO (rerun)", ...: the reference arms of every review reading
-    (PLAN_REVIEW.md, amendment: a replicate of v3 on today's code, not v3 itself)."""
-    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()}
-
-
 def review_section(cfg, out):
     """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
     matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
     arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
     groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
-    ref = rerun_runs(cfg, out)
+    ref = finished_runs(cfg, out, "rerun")   # the reference arms of every reading (PLAN_REVIEW.md, amendment)
     if not ref and not any(groups.values()):
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
@@ -101,15 +95,14 @@ def early_stopped(cfg, out, ref, matched, ks=(3, 12, 48)):
     """The rerun's VPO at its last step minus GRPO (and matched GRPO) stopped at its best validation step, per seed:
     [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1)."""
     validation, found = read_review(cfg, out, "validation.json"), []
-    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
-                               ("matched", "matched GRPO", matched.get("matched GRPO", []))):
+    for group, label, runs in (("rerun", "GRPO (rerun)", ref), ("matched", "matched GRPO", matched)):
         for v in validation.get(group, {}).get(label, []):
-            run = next((r for r in runs if r["seed"] == v["seed"]), None)
+            run = next((r for r in runs.get(label, []) if r["seed"] == v["seed"]), None)
             vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
             if run and vpo:
                 t = stop_step(v)
                 final, stopped = vpo["summary"]["metrics"], at_step(run, t)
-                found.append((label + (" (rerun)" if group == "rerun" else ""), v["seed"], t,
+                found.append((label, v["seed"], t,
                               [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in ks]))
     return found
 
@@ -193,8 +186,7 @@ def covers(cs, need=None):
 
 def coverage_lines(coverage, need=None):
     """The coverage tables (results/coverage.py) of every review arm, the multi-answer arms' slots, the reading."""
-    labelled = {label + (" (rerun)" if group == "rerun" else ""): cs
-                for group in REVIEWED for label, cs in coverage.get(group, {}).items()}
+    labelled = {label: cs for group in REVIEWED for label, cs in coverage.get(group, {}).items()}
     if not labelled:
         return []
     rows, slot_rows = [], []
