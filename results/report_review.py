@@ -11,7 +11,7 @@ from results.dimensions import geometry_points, geometry_reading
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
 from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
-from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_table,
+from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_lines,
                             table, verdict)
 
 
@@ -27,9 +27,9 @@ def review_section(cfg, out):
     need = len(cfg["rerun"]["seeds"])
     bases = {1: base_metrics(ref, "grpo"), 3: base_metrics(ref, "vpo")}
     if ref:
-        lines += ["The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights kept; a second "
-                  "realization, not v3's runs): pooled best@k at each evaluation step:", ""]
-        lines += step_table(ref, "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights "
+                            "kept; a second realization, not v3's runs): pooled best@k at each evaluation step:", ref,
+                            "pooled_best@k", KS, bases)
         for other, ks in (("GRPO", KS[1:]), ("Max@k", (3, 12, 48)), ("Multi-RLVR", (3, 12, 48))):
             lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
@@ -42,14 +42,14 @@ def review_section(cfg, out):
                                                   for file, d in files.items()) for name, files in first.items()), ""]
     both = {**ref, **groups.get("matched", {}), **groups.get("ablations", {})}
     if groups.get("matched"):
-        lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
-        lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation "
+                            "step:", groups["matched"], "pooled_best@k", KS, bases)
         lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
         lines += equal_tokens_lines(both)
         lines += machine_lines({**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, both)
     if groups.get("ablations"):
-        lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
-        lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("Pooled best@k of the ablations at each evaluation step:", groups["ablations"],
+                            "pooled_best@k", KS, bases)
         lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
                               need)
     rows, ds_of = [], {}

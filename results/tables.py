@@ -113,6 +113,11 @@ def step_table(runs, key, ks, bases):
     return scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases)
 
 
+def step_lines(caption, runs, key, ks, bases):
+    """A caption, then key@k per arm and evaluation step (step_table), each followed by a blank line."""
+    return [caption, ""] + step_table(runs, key, ks, bases) + [""]
+
+
 def scalar_step_table(runs, keys, bases):
     """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
     def get(metrics, key, k):
