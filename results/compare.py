@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from results.jobs import InProcess, base_file, one_thread, one_thread_env, train_job
-from results.plan import QUICK, eval_steps, read_json, read_run
+from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
 from results.schedule import run_queue
 from results.tables import paired, paired_rows, run_level, run_note, step_lines, table
@@ -376,8 +376,7 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
 def write_report(setup, out, command, started, failed=(), report=False):
     """DIR/compare.md and the figures, from the finished runs (report: of a configuration of record)."""
     runs, first = read_runs(setup, out, report), setup.arms[0].label
-    bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
-             if r["summary"].get("base_metrics")}
+    bases = base_metrics(runs)
     title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
     lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first)
     lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""]

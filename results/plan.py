@@ -171,13 +171,11 @@ def value(metrics, key, k):
     return table.get(str(k), table.get(k))
 
 
-def base_metrics(runs, slug):
-    """The base evaluation stored by the run `slug` (its seed-0 run evaluates the base), or None."""
-    for rs in runs.values():
-        for r in rs:
-            if r["slug"] == slug and r["summary"].get("base_metrics"):
-                return r["summary"]["base_metrics"]
-    return None
+def base_metrics(runs):
+    """{m: the base's evaluation with m answers a rollout}, from the runs that evaluated the base (the plan's first
+    GRPO and VPO runs; in results.compare, each arm's first run)."""
+    return {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
+            if r["summary"].get("base_metrics")}
 
 
 def eval_steps(rs):

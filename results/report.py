@@ -41,7 +41,7 @@ def write_report(cfg, out, title, figures=True):
     lines += verdicts_section(cfg, out)
     if runs:
         steps, need = cfg["main"]["steps"], len(cfg["main"]["seeds"])
-        bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+        bases = base_metrics(runs)
         lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, {steps * 64:,} rollouts per arm", ""]
         lines += step_lines(f"Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
                             f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", runs,
@@ -58,7 +58,7 @@ def write_report(cfg, out, title, figures=True):
         for other in ("Max@k", "Multi-RLVR"):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k", need)
         lines += ["The final evaluation in full:", ""]
-        lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
+        lines += other_table(runs, "maze", [("base, m=1", bases.get(1)), ("base, m=3", bases.get(3))]) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
     lines += superseded_lines(out)

@@ -24,7 +24,7 @@ def code_section(cfg, out, group="code", key="search"):
     if not runs:
         return []
     g = cfg[group]
-    bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+    bases = base_metrics(runs)
     ks, need = KS[1:], len(g["seeds"])
     if g.get("units"):
         return replicate_section(cfg, out, group, runs, bases)

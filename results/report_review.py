@@ -25,7 +25,7 @@ def review_section(cfg, out):
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
     need = len(cfg["rerun"]["seeds"])
-    bases = {1: base_metrics(ref, "grpo"), 3: base_metrics(ref, "vpo")}
+    bases = base_metrics(ref)
     if ref:
         lines += step_lines("The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights "
                             "kept; a second realization, not v3's runs): pooled best@k at each evaluation step:", ref,
