@@ -58,7 +58,7 @@ def write_report(cfg, out, title, figures=True):
         for other in ("Max@k", "Multi-RLVR"):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k", need)
         lines += ["The final evaluation in full:", ""]
-        lines += other_table(runs, "maze", [("base, m=1", bases.get(1)), ("base, m=3", bases.get(3))]) + [""]
+        lines += other_table(runs, "maze", bases) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
     lines += superseded_lines(out)
