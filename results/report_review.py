@@ -4,11 +4,10 @@ v3 by v3's rule (the reference arms of every reading below, by the plan's amendm
 equal answers, at equal tokens and after early stopping, the ablations, what the final answers cover and whether
 VPO's slots specialize, and VPO under each reward geometry.
 """
-import json
 import os
 
 from results.dimensions import geometry_points, geometry_reading
-from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
+from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, read_json, value
 from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
 from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_lines,
@@ -34,8 +33,7 @@ def review_section(cfg, out):
             lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
-            with open(compare) as f:
-                first = json.load(f)
+            first = read_json(compare)
             lines += ["Against v3's committed files, key for key (timing and the valid-answer statistics aside; "
                       "results/review_jobs.py): " + "; ".join(
                           f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
