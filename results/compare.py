@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from results.jobs import InProcess, base_file, one_thread, one_thread_env, train_job
-from results.plan import QUICK, eval_steps, read_json, read_run
+from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
 from results.schedule import run_queue
-from results.tables import paired, paired_rows, run_level, run_note, step_table, table
+from results.tables import paired, paired_rows, run_level, run_note, step_lines, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -376,8 +376,7 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
 def write_report(setup, out, command, started, failed=(), report=False):
     """DIR/compare.md and the figures, from the finished runs (report: of a configuration of record)."""
     runs, first = read_runs(setup, out, report), setup.arms[0].label
-    bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
-             if r["summary"].get("base_metrics")}
+    bases = base_metrics(runs)
     title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
     lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first)
     lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""]
@@ -387,7 +386,7 @@ def write_report(setup, out, command, started, failed=(), report=False):
     for key, name in METRICS.items():
         ks = sorted({int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"].get(key, {})})
         if ks:
-            lines += [f"### {name}", ""] + step_table(runs, key, ks, bases) + [""]
+            lines += step_lines(f"### {name}", runs, key, ks, bases)
     lines += [f"## Paired differences against {first}", ""]
     for b, key in [(a.label, key) for a in setup.arms[1:] if first in runs and a.label in runs for key in PAIRED]:
         seeds, rows = paired_rows(runs, b, first, key)

@@ -45,13 +45,13 @@ def geometry_points(cfg, out):
     amendment); [] before the rerun's GRPO and VPO and a geometry run have finished."""
     geometry = finished_runs(cfg, out, "geometry") if "geometry" in cfg else {}
     rerun = finished_runs(cfg, out, "rerun") if "rerun" in cfg else {}
-    if not geometry or "GRPO" not in rerun or "VPO" not in rerun:
+    if not geometry or "GRPO (rerun)" not in rerun or "VPO (rerun)" not in rerun:
         return []
     step = cfg["geometry"]["steps"]
     points = []
-    for label, rs in [("VPO (rerun, ρ = 0)", rerun["VPO"])] + list(geometry.items()):
+    for label, rs in [("VPO (rerun, ρ = 0)", rerun["VPO (rerun)"])] + list(geometry.items()):
         base = next((r["summary"]["base_metrics"] for r in rs if r["summary"].get("base_metrics")), None)
-        d = paired({"VPO": rs, "GRPO": rerun["GRPO"]}, "VPO", "GRPO", "pooled_best@k", KS, step)[1]
+        d = paired({"VPO": rs, "GRPO": rerun["GRPO (rerun)"]}, "VPO", "GRPO", "pooled_best@k", KS, step)[1]
         points.append({"label": label, "d": d,
                        "policy": [_dims(at_step(r, step)) for r in rs if _dims(at_step(r, step))],
                        "base": _dims(base)})

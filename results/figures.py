@@ -232,10 +232,10 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
             mu, sd = _mean_std([[value(m, key, k) for k in ks] for m in ms])
             ax.plot(ks, mu, marker="o", color=f"C{i}", label=f"{label} ({len(ms)})")
             ax.fill_between(ks, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
-        for style, (label, m) in zip((":", "--"), bases):
-            if m:
-                ks = [k for k in KS if value(m, key, k) is not None]
-                ax.plot(ks, [value(m, key, k) for k in ks], style, color="gray", label=label)
+        for style, m in ((":", 1), ("--", 3)):
+            if bases.get(m):
+                ks = [k for k in KS if value(bases[m], key, k) is not None]
+                ax.plot(ks, [value(bases[m], key, k) for k in ks], style, color="gray", label=f"base, m={m}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(KS), [str(k) for k in KS])
         _label(ax, f"step {step}", "k (answers)")
@@ -317,7 +317,7 @@ def code_figures(cfg, out, group, key):
     names, tag = [], g.get("files", "code")
     title = "code, plan v2, replicate weights" if g.get("units") else "code"
     if code:
-        bases = [("base, m=1", base_metrics(code, "grpo")), ("base, m=3", base_metrics(code, "vpo"))]
+        bases = base_metrics(code)
         for metric, name, what in (("pass@k", f"pass_at_k_steps_{tag}.png", "pass@k over whole rollouts"),
                                    ("pooled_pass@k", f"pooled_pass_at_k_steps_{tag}.png", "pooled pass@k"),
                                    ("best@k", f"best_at_k_steps_{tag}.png",
@@ -341,18 +341,18 @@ def write_figures(cfg, out, runs):
     """Every figure results.md links (and the README shows). -> their file names."""
     names = []
     if runs:
-        bases = [("base, m=1", base_metrics(runs, "grpo")), ("base, m=3", base_metrics(runs, "vpo"))]
+        bases = base_metrics(runs)
         steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_maze.png"),
                      "maze: pooled best@k at each evaluation step (held-out mazes, mean ± std over seeds)")
         steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_rollouts_maze.png"),
                      "maze: whole-rollout best@k at each evaluation step", key="best@k")
-        over_training_figure(runs, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "over_training_maze.png"),
+        over_training_figure(runs, bases, os.path.join(out, "over_training_maze.png"),
                              "maze: held-out evaluation during training (mean ± std over seeds)")
         training_figure(runs, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
         names += ["best_at_k_steps_maze.png", "best_at_k_steps_rollouts_maze.png", "over_training_maze.png",
                   "training_maze.png"]
         costed = {**runs, **finished_runs(cfg, out, "matched")} if "matched" in cfg else runs
-        compute_figure(costed, {1: bases[0][1], 3: bases[1][1]}, os.path.join(out, "compute_maze.png"),
+        compute_figure(costed, bases, os.path.join(out, "compute_maze.png"),
                        "maze: held-out pooled best@k against tokens generated and training seconds (mean over seeds)")
         names.append("compute_maze.png")
         pools = {label: rs[0]["summary"]["pools"] for label, rs in runs.items() if label in ("GRPO", "VPO")}

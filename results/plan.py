@@ -87,13 +87,13 @@ QUICK = {
 # then evolutionary search (v1, superseded: results/superseded/code_v1.md)
 CODE = record_arms("code_v2")
 CODE_REP = record_arms("code_rep")   # the searched arms, retrained in the search's units
-# the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms,
-# which the files compare against, are v3's again
+# the reviewer's questions (results/PLAN_REVIEW.md), each arm (label, slug, flags[, its seeds]); the rerun's arms
+# are v3's again (the files it compares against), labelled "GRPO (rerun)" and so on
 MATCHED = record_arms("maze_matched")[:1]
 ABLATIONS = [arm for arm in record_arms("maze_ablations") if arm[1] != "vpo"]
 GEOMETRY = record_arms("maze_geometry")[2:]
 GROUPS = {"main": MAIN, "baselines": BASELINES, "code": CODE, "code_rep": CODE_REP, "matched": MATCHED,
-          "rerun": MAIN + BASELINES, "ablations": ABLATIONS, "geometry": GEOMETRY}
+          "rerun": record_arms("maze_rerun"), "ablations": ABLATIONS, "geometry": GEOMETRY}
 MAZE, CODE_PART = ("main", "baselines"), ("code", "code_rep")   # reproduce.py --part maze | code
 REVIEW = ("matched", "rerun", "ablations", "geometry")   # reproduce.py --part review
 # (runs, their search) as results.md reports them
@@ -171,13 +171,11 @@ def value(metrics, key, k):
     return table.get(str(k), table.get(k))
 
 
-def base_metrics(runs, slug):
-    """The base evaluation stored by the run `slug` (its seed-0 run evaluates the base), or None."""
-    for rs in runs.values():
-        for r in rs:
-            if r["slug"] == slug and r["summary"].get("base_metrics"):
-                return r["summary"]["base_metrics"]
-    return None
+def base_metrics(runs):
+    """{m: the base's evaluation with m answers a rollout}, from the runs that evaluated the base (the plan's first
+    GRPO and VPO runs; in results.compare, each arm's first run)."""
+    return {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
+            if r["summary"].get("base_metrics")}
 
 
 def eval_steps(rs):

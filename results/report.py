@@ -13,7 +13,7 @@ import os
 from results.plan import CODE_PLANS, KS, base_metrics, finished_runs
 from results.report_code import code_section, superseded_lines
 from results.report_review import review_section
-from results.tables import (compute_seconds, first_metrics, other_table, paired_table, scalar_step_table, step_table,
+from results.tables import (compute_seconds, first_metrics, other_table, paired_table, scalar_step_table, step_lines,
                             wall_seconds)
 from results.verdicts import verdicts_section
 from tasks import get_task
@@ -41,14 +41,14 @@ def write_report(cfg, out, title, figures=True):
     lines += verdicts_section(cfg, out)
     if runs:
         steps, need = cfg["main"]["steps"], len(cfg["main"]["seeds"])
-        bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
-        lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, {steps * 64:,} rollouts per arm",
-                  "", f"Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
-                  f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", ""]
-        lines += step_table(runs, "pooled_best@k", KS, bases) + [""]
+        bases = base_metrics(runs)
+        lines += [f"## Maze (paper design, `routes` warm start): {steps} RL steps, {steps * 64:,} rollouts per arm", ""]
+        lines += step_lines(f"Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
+                            f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", runs,
+                            "pooled_best@k", KS, bases)
         lines += paired_table(runs, "VPO", "GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
-        lines += ["Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):", ""]
-        lines += step_table(runs, "best@k", KS[1:], bases) + [""]
+        lines += step_lines("Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when "
+                            "m = 1):", runs, "best@k", KS[1:], bases)
         lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k", need)
         lines += ["Diversity and the answers at each evaluation step (48 answers per maze):", ""]
         lines += scalar_step_table(runs, [("diversity", None, "diversity"), ("valid_rate", None, "valid"),
@@ -58,7 +58,7 @@ def write_report(cfg, out, title, figures=True):
         for other in ("Max@k", "Multi-RLVR"):
             lines += paired_table(runs, "VPO", other, "pooled_best@k", (3, 12, 48), "pooled best@k", need)
         lines += ["The final evaluation in full:", ""]
-        lines += other_table(runs, "maze", [("base, m=1", bases[1]), ("base, m=3", bases[3])]) + [""]
+        lines += other_table(runs, "maze", bases) + [""]
     for group, key in CODE_PLANS:
         lines += code_section(cfg, out, group, key)
     lines += superseded_lines(out)

@@ -11,7 +11,7 @@ import numpy as np
 from results.plan import KS, base_metrics, code_problems, code_task, finished_runs, read_json, value
 from results.search_jobs import (HOW, NAMES, label, path_of, read_searches, solved_rule, solved_within, target_solved,
                                  targets_path)
-from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_table,
+from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_lines,
                             table)
 from results.verdicts import run_level_search_lines
 
@@ -24,7 +24,7 @@ def code_section(cfg, out, group="code", key="search"):
     if not runs:
         return []
     g = cfg[group]
-    bases = {1: base_metrics(runs, "grpo"), 3: base_metrics(runs, "vpo")}
+    bases = base_metrics(runs)
     ks, need = KS[1:], len(g["seeds"])
     if g.get("units"):
         return replicate_section(cfg, out, group, runs, bases)
@@ -70,11 +70,6 @@ def superseded_lines(out):
     return ["## Code, plan v1 (superseded)", "",
             f"Plan v1's sections are kept in [{V1}]({V1}), as the code at commit 352e99a wrote them from the runs "
             "committed in results/runs/code/; that file says how to write them again.", ""]
-
-
-def step_lines(caption, runs, key, ks, bases):
-    """A caption, then key@k per arm and evaluation step (results/tables.py step_table)."""
-    return [caption, ""] + step_table(runs, key, ks, bases) + [""]
 
 
 def replicate_section(cfg, out, group, runs, bases):

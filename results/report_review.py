@@ -4,21 +4,14 @@ v3 by v3's rule (the reference arms of every reading below, by the plan's amendm
 equal answers, at equal tokens and after early stopping, the ablations, what the final answers cover and whether
 VPO's slots specialize, and VPO under each reward geometry.
 """
-import json
 import os
 
 from results.dimensions import geometry_points, geometry_reading
-from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, value
+from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, read_json, value
 from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
-from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_table,
+from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_lines,
                             table, verdict)
-
-
-def rerun_runs(cfg, out):
-    """The finished rerun of v3, labelled "GRPO (rerun)", ...: the reference arms of every review reading
-    (PLAN_REVIEW.md, amendment: a replicate of v3 on today's code, not v3 itself)."""
-    return {f"{label} (rerun)": rs for label, rs in finished_runs(cfg, out, "rerun").items()}
 
 
 def review_section(cfg, out):
@@ -26,36 +19,35 @@ def review_section(cfg, out):
     matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
     arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
     groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
-    ref = rerun_runs(cfg, out)
+    ref = finished_runs(cfg, out, "rerun")   # the reference arms of every reading (PLAN_REVIEW.md, amendment)
     if not ref and not any(groups.values()):
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
     need = len(cfg["rerun"]["seeds"])
-    bases = {1: base_metrics(ref, "grpo"), 3: base_metrics(ref, "vpo")}
+    bases = base_metrics(ref)
     if ref:
-        lines += ["The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights kept; a second "
-                  "realization, not v3's runs): pooled best@k at each evaluation step:", ""]
-        lines += step_table(ref, "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights "
+                            "kept; a second realization, not v3's runs): pooled best@k at each evaluation step:", ref,
+                            "pooled_best@k", KS, bases)
         for other, ks in (("GRPO", KS[1:]), ("Max@k", (3, 12, 48)), ("Multi-RLVR", (3, 12, 48))):
             lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
-            with open(compare) as f:
-                first = json.load(f)
+            first = read_json(compare)
             lines += ["Against v3's committed files, key for key (timing and the valid-answer statistics aside; "
                       "results/review_jobs.py): " + "; ".join(
                           f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
                                                   for file, d in files.items()) for name, files in first.items()), ""]
     both = {**ref, **groups.get("matched", {}), **groups.get("ablations", {})}
     if groups.get("matched"):
-        lines += ["Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation step:", ""]
-        lines += step_table(groups["matched"], "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation "
+                            "step:", groups["matched"], "pooled_best@k", KS, bases)
         lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
         lines += equal_tokens_lines(both)
         lines += machine_lines({**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, both)
     if groups.get("ablations"):
-        lines += ["Pooled best@k of the ablations at each evaluation step:", ""]
-        lines += step_table(groups["ablations"], "pooled_best@k", KS, bases) + [""]
+        lines += step_lines("Pooled best@k of the ablations at each evaluation step:", groups["ablations"],
+                            "pooled_best@k", KS, bases)
         lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
                               need)
     rows, ds_of = [], {}
@@ -101,15 +93,14 @@ def early_stopped(cfg, out, ref, matched, ks=(3, 12, 48)):
     """The rerun's VPO at its last step minus GRPO (and matched GRPO) stopped at its best validation step, per seed:
     [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1)."""
     validation, found = read_review(cfg, out, "validation.json"), []
-    for group, label, runs in (("rerun", "GRPO", ref.get("GRPO (rerun)", [])),
-                               ("matched", "matched GRPO", matched.get("matched GRPO", []))):
+    for group, label, runs in (("rerun", "GRPO (rerun)", ref), ("matched", "matched GRPO", matched)):
         for v in validation.get(group, {}).get(label, []):
-            run = next((r for r in runs if r["seed"] == v["seed"]), None)
+            run = next((r for r in runs.get(label, []) if r["seed"] == v["seed"]), None)
             vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
             if run and vpo:
                 t = stop_step(v)
                 final, stopped = vpo["summary"]["metrics"], at_step(run, t)
-                found.append((label + (" (rerun)" if group == "rerun" else ""), v["seed"], t,
+                found.append((label, v["seed"], t,
                               [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in ks]))
     return found
 
@@ -193,8 +184,7 @@ def covers(cs, need=None):
 
 def coverage_lines(coverage, need=None):
     """The coverage tables (results/coverage.py) of every review arm, the multi-answer arms' slots, the reading."""
-    labelled = {label + (" (rerun)" if group == "rerun" else ""): cs
-                for group in REVIEWED for label, cs in coverage.get(group, {}).items()}
+    labelled = {label: cs for group in REVIEWED for label, cs in coverage.get(group, {}).items()}
     if not labelled:
         return []
     rows, slot_rows = [], []

@@ -13,7 +13,6 @@ The jobs of results/PLAN_REVIEW.md that read finished runs rather than train the
 Each file is written atomically when its job is done and is small and committed; reproduce.py schedules the jobs
 once the files they need exist (like results/search_jobs.py), report.py reads them.
 """
-import json
 import os
 
 from results.plan import jobs_of, read_json, run_dir
@@ -70,10 +69,8 @@ COUNTS_VALID = {"valid_rate", "diversity"}
 def first_difference(a_path, b_path, ignore=TIMING | COUNTS_VALID):
     """None if the two jsonl files agree row for row on every key both rows hold (the `ignore`d aside), else
     [row number from 1, the keys that differ] (or [n, "(shorter)"] when one has fewer rows)."""
-    def rows(path):
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    a, b = rows(a_path), rows(b_path)
+    from runs.plots import read_jsonl
+    a, b = read_jsonl(a_path), read_jsonl(b_path)
     for i, (x, y) in enumerate(zip(a, b)):
         keys = sorted(k for k in set(x) & set(y) - ignore if x[k] != y[k])
         if keys:

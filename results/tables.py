@@ -113,6 +113,11 @@ def step_table(runs, key, ks, bases):
     return scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases)
 
 
+def step_lines(caption, runs, key, ks, bases):
+    """A caption, then key@k per arm and evaluation step (step_table), each followed by a blank line."""
+    return [caption, ""] + step_table(runs, key, ks, bases) + [""]
+
+
 def scalar_step_table(runs, keys, bases):
     """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
     def get(metrics, key, k):
@@ -128,13 +133,13 @@ def scalar_step_table(runs, keys, bases):
     return table(["method", "step", "seeds"] + [name for _, _, name in keys], rows)
 
 
-def other_table(runs, task, bases=(), k=48):
-    """The rest of the final evaluation: pass, E_w, diversity, Pareto, validity, per-dimension means, time."""
+def other_table(runs, task, bases, k=48):
+    """The rest of the final evaluation (pass, E_w, diversity, Pareto, validity, dimensions, time), then the bases'."""
     dims = None
     rows = []
     for label, metrics_list, seconds in [(lb, [r["summary"]["metrics"] for r in rs],
                                           [r["summary"]["train_seconds"] for r in rs]) for lb, rs in runs.items()] + \
-            [(lb, [m], None) for lb, m in bases if m]:
+            [(f"base, m={m}", [b], None) for m, b in sorted(bases.items())]:
         dims = dims or list(metrics_list[0]["dim_means"])
         row = [label, pm([value(m, "pass@k", k) for m in metrics_list]),
                pm([value(m, "E_w[best@k]", k) for m in metrics_list])]

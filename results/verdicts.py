@@ -8,7 +8,7 @@ Maze and code-training rows pair runs by RL seed (one warm start; exact sign-fli
 problems solved per run, unpaired (exact permutation test of the method labels over the runs).
 """
 from results.plan import finished_runs
-from results.report_review import early_stopped, rerun_runs
+from results.report_review import early_stopped
 from results.runstats import label_comparison, signed, smallest_p
 from results.tables import paired, run_level, table, verdict
 
@@ -65,8 +65,8 @@ def search_row(a, b, metric, na, nb, registered):
 
 def verdicts_section(cfg, out):
     """The table of headline verdicts (empty until some of its runs have finished)."""
-    main, ref = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, rerun_runs(cfg, out)
-    matched, ablations, code = (finished_runs(cfg, out, group) for group in ("matched", "ablations", "code"))
+    main = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}
+    ref, matched, ablations, code = (finished_runs(cfg, out, g) for g in ("rerun", "matched", "ablations", "code"))
     need = len(cfg["main"]["seeds"]) if "main" in cfg else None
     pooled = "pooled_best@k"
     specs = [("maze v3: VPO − GRPO", "best@1, step 1000", main, "VPO", "GRPO", pooled, 1),

@@ -52,6 +52,9 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
         assert re.search(rf"^\| {re.escape(label)} \| 4 \| 1 \|", text, re.M), label
     # the paired table has every evaluation step and k of the plan
     assert re.search(r"^\| 2 \| k=48 \| [+-]", text, re.M) and re.search(r"^\| 4 \| k=3 \| [+-]", text, re.M)
+    # a caption, a blank line, then its table (tables.step_lines); the final evaluation ends with the base's rows
+    assert "held-out mazes:\n\n| method | step | seeds |" in text
+    assert re.search(r"^\| base, m=1 \| .*\n\| base, m=3 \| ", text, re.M)
     assert "wall-clock time of reproduce.py" in text and "Compute inside the runs" in text
 
 

@@ -113,8 +113,9 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     for s in range(2):
         shutil.copytree(out / "runs" / "maze" / f"vpo-s{s}", out / "runs" / "maze-geometry" / f"vpo_rho0.5-s{s}")
     for s in range(3):
-        write_json(str(out / "runs" / "maze" / f"grpo_matched-s{s}" / "validation.json"),
-                   {"pooled_best@k": {"250": {"48": 0.7}, "500": {"48": 0.6}, "750": {"48": 0.5}, "1000": {"48": 0.4}}})
+        for d in (out / "runs" / "maze" / f"grpo_matched-s{s}", out / "runs" / "maze-rerun" / f"grpo-s{s}"):
+            write_json(str(d / "validation.json"), {"pooled_best@k": {"250": {"48": 0.7}, "500": {"48": 0.6},
+                                                                      "750": {"48": 0.5}, "1000": {"48": 0.4}}})
     cov = {"answers": {"exit": 0.5, "gold": 0.1, "diamonds": 0.2, "both": 0.0, "no item": 0.2, "lava-free": 0.3},
            "pools": {"gold and diamonds": 0.25}, "best@k": {"48": {"gold": 0.3, "diamonds": 0.2}},
            "completions_two_classes": 0.8}
@@ -150,7 +151,7 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     figures.dimensions_figure(points, None, str(tmp_path / "dims.png"), "test")
     assert (tmp_path / "dims.png").stat().st_size > 0
     stop = next(line for line in lines if line.startswith("| matched GRPO | 0 | 250 |"))
-    assert stop.count("|") == 7
+    assert stop.count("|") == 7 and any(line.startswith("| GRPO (rerun) | 2 | 250 |") for line in lines)
     ds = [float(next(line for line in lines if line.startswith(f"| matched GRPO | {s} | 250 |")).split("|")[6])
           for s in range(3)]                                                 # VPO − early-stopped, k=48, per seed
     reading = next(line for line in lines if line.startswith("| matched GRPO | k=48 |"))
