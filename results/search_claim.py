@@ -309,6 +309,25 @@ def per_run(found, kind, arm, budget):
     return {seed: len(solved(run, budget)) for seed, run in found[kind][arm].items()}
 
 
+V2_RUNS = "results/runs/code-v2"   # v2's committed runs of seeds 0-2, which block A's runs of those seeds should equal
+V2_KEYS = ("deploy_reward", "entropy", "kl", "loss", "completion_tokens")
+
+
+def v2_departures(claim, rec, root=ROOT):
+    """{run name: the first RL step whose logged statistics differ from v2's committed run of that name, or None}
+    for the block's finished runs that v2 also ran. Not a result: a check that training followed v2's."""
+    out = {}
+    for arm, seed in units(claim):
+        mine = os.path.join(rec, f"{arm}-s{seed}", "log.jsonl")
+        theirs = os.path.join(root, V2_RUNS, f"{arm}-s{seed}", "log.jsonl")
+        if os.path.isfile(mine) and os.path.isfile(theirs):
+            with open(mine) as f, open(theirs) as g:
+                a, b = [json.loads(x) for x in f if x.strip()], [json.loads(x) for x in g if x.strip()]
+            differ = (x["step"] for x, y in zip(a, b) if any(x.get(k) != y.get(k) for k in V2_KEYS))
+            out[f"{arm}-s{seed}"] = next(differ, None if len(a) == len(b) else min(len(a), len(b)) + 1)
+    return out
+
+
 def report(claim, rec):
     """The experiment's section of results.md, as markdown lines: only once the experiment is stopped (stopped.json
     in its block); before that, how many units are done and nothing else."""
@@ -318,16 +337,20 @@ def report(claim, rec):
     from results.tables import table
     from search import holm
     done = sum(unit_done(claim, rec, *u) for u in units(claim))
+    same = v2_departures(claim, rec)
+    check = ["Runs of v2's seeds against v2's committed runs, first RL step that differs: " +
+             ", ".join(f"{name} {'none' if step is None else step}" for name, step in same.items()) + ".",
+             ""] * bool(same)
     if not os.path.isfile(os.path.join(rec, "stopped.json")):
-        return [f"The experiment is running: {done} of {len(units(claim))} units are done. No table is written "
-                "before it stops (PLAN_SEARCH.md)."]
+        return check + [f"The experiment is running: {done} of {len(units(claim))} units are done. No table is "
+                        "written before it stops (PLAN_SEARCH.md)."]
     seeds = complete_seeds(claim, rec)
     if len(seeds) < 2:
         return [f"The experiment stopped with {len(seeds)} complete seeds: no comparison over runs is possible."]
     found, validation = read_block(claim, rec, seeds)
     arms = [a for a in NAMES if a in found["evolve"]]
     top = claim.budgets[-1]
-    lines = [f"Complete seeds: {len(seeds)} ({', '.join(map(str, seeds))}); the plan asks for at least "
+    lines = check + [f"Complete seeds: {len(seeds)} ({', '.join(map(str, seeds))}); the plan asks for at least "
              f"{claim.min_seeds}." + ("" if len(seeds) >= claim.min_seeds else " **Too few: no verdict.**"), ""]
     # problems solved per run, every arm and budget, search and sampling
     lines += [f"**Problems of the {claim.problems} solved per run** (a program equal to the target): each run at "

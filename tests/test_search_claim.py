@@ -145,3 +145,17 @@ def test_the_report_by_hand(tmp_path):
     assert "| VPO − GRPO | 3 | 0 | 0 |" in text                         # solved only by some VPO run
     sc.strip(claim, rec, os.path.join(rec, "strip.png"))
     assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
+
+
+def test_v2_departures_by_hand(tmp_path):
+    """A block's run of a seed v2 ran is compared with v2's committed log, statistic by statistic."""
+    root, rec = str(tmp_path), str(tmp_path / "rec")
+    claim = replace(sc.QUICK_CLAIM, seeds=(0,), arms=("grpo", "vpo"))
+    rows = [{"step": i + 1, "loss": 1.0 / (i + 1), "kl": 0.0} for i in range(3)]
+    for where, arm, changed in ((sc.V2_RUNS, "grpo", None), ("rec", "grpo", None), (sc.V2_RUNS, "vpo", None),
+                                ("rec", "vpo", 2)):
+        os.makedirs(os.path.join(root, where, f"{arm}-s0"))
+        with open(os.path.join(root, where, f"{arm}-s0", "log.jsonl"), "w") as f:
+            for r in rows:
+                f.write(json.dumps({**r, "kl": 0.5} if r["step"] == changed else r) + "\n")
+    assert sc.v2_departures(claim, rec, root=root) == {"grpo-s0": None, "vpo-s0": 2}
