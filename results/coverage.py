@@ -15,6 +15,8 @@ the route reaches the exit; items count before the exit; no_lava is 1 − the la
             written answers fall in two or more, or m, different classes (class: exit reached, gold, diamonds)
   best@k    E[r_d of the best of k answers by w*ᵀr] per dimension (metrics.best_vector_at_k, pooled), k = 3, 12,
             48: where a pooled best@k comes from
+  users     pooled best@k under other users' weights (USERS: the deployment weights, gold-first, diamond-first;
+            results/PLAN_SEARCH.md's maze control), the evaluation's pooled_best@k for the deployment weights
 """
 import argparse
 import json
@@ -24,12 +26,15 @@ import sys
 import numpy as np
 import torch
 
-from metrics import best_vector_at_k
+from metrics import best_at_k, best_vector_at_k
 from runs.seeding import step_seed
 from sample import rollout, slot_rewards
 
 KINDS = ("exit", "gold", "diamonds", "both", "no item", "lava-free")
 MAZE_DIMS = ["exit", "gold", "diamonds", "no_lava"]
+# users who want one item: each moves both items' deployment weight onto it (PLAN_SEARCH.md, the maze control)
+USERS = {"deployment": (0.25, 0.25, 0.25, 0.25), "gold-first": (0.25, 0.5, 0.0, 0.25),
+         "diamond-first": (0.25, 0.0, 0.5, 0.25)}
 
 
 def kinds(r):
@@ -52,6 +57,7 @@ def coverage(slots, written, w_star, ks=(3, 12, 48)):
     m = slots[0].shape[1]
     slot_sums, slot_counts, two, all_m, completions = np.zeros((m, 4)), np.zeros(m), 0, 0, 0
     best = {k: [] for k in ks}
+    users = {name: {k: [] for k in ks} for name in USERS}
     for r, a in zip(slots, written):
         vectors = [r[g, j].numpy() for g in range(r.shape[0]) for j in range(m) if a[g, j]]
         per = [kinds(v) for v in vectors]
@@ -73,9 +79,12 @@ def coverage(slots, written, w_star, ks=(3, 12, 48)):
         for k in ks:
             if k <= r.shape[0] * m:
                 best[k].append(best_vector_at_k(scores, r, k, mask=a))
+                for name, w in USERS.items():
+                    users[name][k].append(best_at_k(r @ torch.as_tensor(w, dtype=r.dtype), k, mask=a, pooled=True))
     out = {"answers": {k: float(np.mean(v)) if v else 0.0 for k, v in answers.items()},
            "pools": {k: float(np.mean(v)) for k, v in pools.items()},
            "best@k": {k: dict(zip(MAZE_DIMS, np.mean(v, axis=0).tolist())) for k, v in best.items() if v},
+           "users": {name: {k: float(np.mean(v)) for k, v in by_k.items() if v} for name, by_k in users.items()},
            "written": int(sum(int(a.sum()) for a in written)), "mazes": len(slots), "m": m}
     if m > 1:
         out["slots"] = [dict(zip(MAZE_DIMS, (slot_sums[j] / max(slot_counts[j], 1)).tolist())) for j in range(m)]
@@ -112,6 +121,8 @@ def format_coverage(c):
                      f"{c['completions_m_classes']:.3f}")
     for k, v in c["best@k"].items():
         lines.append(f"best@{k} made of: " + "  ".join(f"{d} {x:.3f}" for d, x in v.items()))
+    for name, by_k in c.get("users", {}).items():
+        lines.append(f"pooled best@k, {name}: " + "  ".join(f"k={k} {x:.3f}" for k, x in by_k.items()))
     return "\n".join(lines)
 
 

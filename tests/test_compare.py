@@ -212,6 +212,8 @@ def test_every_configuration_of_record_describes_its_committed_runs(path):
     import train
     setup = compare.read_config(path)
     assert setup.dir and len(setup.arms) >= 2
+    if not os.path.isdir(setup.dir) and "Not yet run" in compare.read_json(path)["about"]:
+        pytest.skip(f"{os.path.basename(path)} is planned and has no committed runs yet")
     for arm in setup.arms:
         for seed in setup.seeds_of(arm):
             d = os.path.join(arm.dir or setup.dir, compare.run_name(arm, seed))

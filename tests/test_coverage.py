@@ -31,6 +31,14 @@ def test_coverage_by_hand():
     # masked): a k=3 draw's best is dia unless no dia is drawn: P(no dia in 3 of 6) = C(4,3)/C(6,3) = 0.2
     b3 = c["best@k"][3]
     assert b3["exit"] == pytest.approx(1.0) and b3["diamonds"] == pytest.approx(0.8 / 2)
+    # pooled best@3 under each user's weights: maze 0 draws 3 of its 6 slots (the unwritten one scores 0), maze 1
+    # takes all 3. Gold-first scores gold .75, safe .5, dia .5, lava .375: maze 0 gets .75 when gold is drawn (1/2),
+    # else .5 -> .625; maze 1 .5. Diamond-first: dia 1.0 unless no dia is drawn (0.2), then .5 -> .9; maze 1 .5.
+    # Deployment: dia .75 (0.8), else the best of 3 of (gold .625, safe .5, 0, lava .375) = .59375 -> .71875.
+    u = c["users"]
+    assert u["gold-first"][3] == pytest.approx((0.625 + 0.5) / 2)
+    assert u["diamond-first"][3] == pytest.approx((0.9 + 0.5) / 2)
+    assert u["deployment"][3] == pytest.approx((0.71875 + 0.5) / 2)
 
 
 def test_coverage_refuses_a_checkpoint_of_another_task(tmp_path, capsys):
