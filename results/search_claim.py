@@ -6,7 +6,7 @@ It also searches the warm start itself with search seed 2000 + r.
     python -m results.search_claim --jobs 2 --commit     # the experiment, seed by seed; commits each unit's files
     python -m results.search_claim --status              # the block of this machine's warm start, units done
     python -m results.search_claim --quick               # the same pipeline on a tiny model, in about a minute
-    python -m results.search_claim --stop --report FIG   # stop on time; then the report and its strip figure
+    python -m results.report_claim --stop                # stop on time; then the report (results/report_claim.py)
 
 A unit is one arm and one seed, done in one worker process with one torch thread:
     ALGO-sR   train.py (the plan's arguments), then from the weights it has just trained: the pool on the hard
@@ -22,10 +22,6 @@ their own (results/runs/search-claim-rep-HASH/, HASH of the warm start's log), w
 A unit is done when all its files are in the block; its files are small and committed, its weights stay in --out.
 A unit cut short on this machine goes on from its checkpoint. A unit found half done without its weights (another
 machine) is deleted and redone whole: no search starts from weights it did not train itself.
-
-The report is written only after --stop (stopped.json in the block), never from a look at partial results. It
-gives problems solved per run, the plan's deciding and secondary pairs (label test over runs, Holm), every pair at
-every budget as a description, search against sampling, early stopping, and the problems only one arm solves.
 """
 import argparse
 import concurrent.futures as cf
@@ -46,6 +42,7 @@ from runs.cli import COUNT, Parser, UsageError
 from runs.dirs import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STOPPED = "stopped.json"   # in a block: stopped by results/report_claim.py --stop; no unit runs after it
 
 
 @dataclass(frozen=True)
@@ -273,152 +270,6 @@ def units(claim):
     return [(arm, seed) for seed in claim.seeds for arm in (*claim.arms, "base")]
 
 
-# --------------------------------------------------------------------------------------------- the report
-NAMES = {"grpo": "GRPO", "grpo_early": "early-stopped GRPO", "vpo": "VPO", "multi_rlvr_max": "Multi-RLVR with the max",
-         "base": "warm start"}
-DECIDING = (("vpo", "grpo"), ("vpo", "grpo_early"))                            # Holm over the two
-SECONDARY = (("vpo", "multi_rlvr_max"), ("vpo", "base"), ("grpo", "base"))   # Holm over the three
-
-
-def complete_seeds(claim, rec):
-    """The seeds whose units of every arm, the warm start's search included, are done."""
-    return [s for s in claim.seeds if all(unit_done(claim, rec, a, s) for a in (*claim.arms, "base"))]
-
-
-def read_block(claim, rec, seeds):
-    """{kind: {arm: {seed: the search file}}} for the complete seeds; the early-stopped arm reads the final weights'
-    files where t* is the last step. And {seed: the validation file}."""
-    found, validation = {"evolve": {}, "sample": {}}, {}
-    for seed in seeds:
-        v = read_json(os.path.join(rec, f"validate-{claim.early}-s{seed}.json"))
-        validation[seed] = v
-        for kind in found:
-            for arm in (*claim.arms, "base", f"{claim.early}_early"):
-                name = claim.early if arm.endswith("_early") and v["t_star"] == v["last"] else arm
-                found[kind].setdefault(arm, {})[seed] = read_json(os.path.join(rec, f"{kind}-{name}-s{seed}.json"))
-    return found, validation
-
-
-def solved(run, budget):
-    """The hard problems a search or sampling file solved (a program equal to the target) within budget answers."""
-    return {p for p, r in zip(run["problems"], run["results"])
-            if r["solved_at"] is not None and r["solved_at"] <= budget}
-
-
-def per_run(found, kind, arm, budget):
-    return {seed: len(solved(run, budget)) for seed, run in found[kind][arm].items()}
-
-
-V2_RUNS = "results/runs/code-v2"   # v2's committed runs of seeds 0-2, which block A's runs of those seeds should equal
-V2_KEYS = ("deploy_reward", "entropy", "kl", "loss", "completion_tokens")
-
-
-def v2_departures(claim, rec, root=ROOT):
-    """{run name: the first RL step whose logged statistics differ from v2's committed run of that name, or None}
-    for the block's finished runs that v2 also ran. Not a result: a check that training followed v2's."""
-    out = {}
-    for arm, seed in units(claim):
-        mine = os.path.join(rec, f"{arm}-s{seed}", "log.jsonl")
-        theirs = os.path.join(root, V2_RUNS, f"{arm}-s{seed}", "log.jsonl")
-        if os.path.isfile(mine) and os.path.isfile(theirs):
-            with open(mine) as f, open(theirs) as g:
-                a, b = [json.loads(x) for x in f if x.strip()], [json.loads(x) for x in g if x.strip()]
-            differ = (x["step"] for x, y in zip(a, b) if any(x.get(k) != y.get(k) for k in V2_KEYS))
-            out[f"{arm}-s{seed}"] = next(differ, None if len(a) == len(b) else min(len(a), len(b)) + 1)
-    return out
-
-
-def report(claim, rec):
-    """The experiment's section of results.md, as markdown lines: only once the experiment is stopped (stopped.json
-    in its block); before that, how many units are done and nothing else."""
-    import numpy as np
-
-    from results.runstats import describe, detectable_difference, label_comparison, paired_comparison
-    from results.tables import table
-    from search import holm
-    done = sum(unit_done(claim, rec, *u) for u in units(claim))
-    same = v2_departures(claim, rec)
-    check = ["Runs of v2's seeds against v2's committed runs, first RL step that differs: " +
-             ", ".join(f"{name} {'none' if step is None else step}" for name, step in same.items()) + ".",
-             ""] * bool(same)
-    if not os.path.isfile(os.path.join(rec, "stopped.json")):
-        return check + [f"The experiment is running: {done} of {len(units(claim))} units are done. No table is "
-                        "written before it stops (PLAN_SEARCH.md)."]
-    seeds = complete_seeds(claim, rec)
-    if len(seeds) < 2:
-        return [f"The experiment stopped with {len(seeds)} complete seeds: no comparison over runs is possible."]
-    found, validation = read_block(claim, rec, seeds)
-    arms = [a for a in NAMES if a in found["evolve"]]
-    top = claim.budgets[-1]
-    lines = check + [f"Complete seeds: {len(seeds)} ({', '.join(map(str, seeds))}); the plan asks for at least "
-             f"{claim.min_seeds}." + ("" if len(seeds) >= claim.min_seeds else " **Too few: no verdict.**"), ""]
-    # problems solved per run, every arm and budget, search and sampling
-    lines += [f"**Problems of the {claim.problems} solved per run** (a program equal to the target): each run at "
-              f"{top} answers, in seed order, then the mean over runs at each budget.", ""]
-    rows = [[NAMES[arm], "search" if kind == "evolve" else "sampling",
-             " ".join(str(v) for v in per_run(found, kind, arm, top).values())] +
-            [f"{np.mean(list(per_run(found, kind, arm, b).values())):.1f}" for b in claim.budgets]
-            for kind in ("evolve", "sample") for arm in arms]
-    lines += table(["arm", "how", f"per run at {top}", *map(str, claim.budgets)], rows, note=None) + [""]
-    vpo, grpo = (list(per_run(found, "evolve", a, top).values()) for a in ("vpo", "grpo"))
-    sd = float(np.sqrt((np.var(vpo, ddof=1) + np.var(grpo, ddof=1)) / 2))
-    found_80 = detectable_difference(sd, len(seeds), len(seeds))
-    lines += [f"The spread between runs, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} answers (the plan "
-              f"assumed 6.4). With {len(seeds)} runs per arm the test finds "
-              + (f"a difference of {found_80:.1f} problems with 80% power." if found_80 else
-                 "no difference at 80% power.")
-              + " The warm start's row is read one way only: the hard set was chosen against it (PLAN_SEARCH.md).", ""]
-    # the pairs: label test over runs, Welch interval, Holm
-    for title, pairs in (("The deciding pairs", DECIDING), ("The secondary pairs", SECONDARY)):
-        cs = [label_comparison(list(per_run(found, "evolve", a, top).values()),
-                               list(per_run(found, "evolve", b, top).values()), NAMES[a], NAMES[b]) for a, b in pairs]
-        rejected = holm([c.p for c in cs])
-        lines += [f"**{title}**, search at {top} answers, problems per run (label test over runs, Holm over "
-                  f"{len(pairs)}):", ""]
-        lines += table(["pair", "difference [95% interval], exact p", "Holm", "reading"],
-                       [[f"{c.a} − {c.b}", describe(c, 1), "rejects" if r else "does not reject",
-                         c.reading if r or c.reading.startswith(("not", "too")) else "not separated (Holm)"]
-                        for c, r in zip(cs, rejected)], note=None) + [""]
-    # descriptive: every pair at every budget, search and sampling; search − sampling per arm
-    rows = []
-    for kind in ("evolve", "sample"):
-        for a, b in DECIDING + SECONDARY:
-            rows.append([f"{NAMES[a]} − {NAMES[b]}", "search" if kind == "evolve" else "sampling"] +
-                        [describe(label_comparison(list(per_run(found, kind, a, bud).values()),
-                                                   list(per_run(found, kind, b, bud).values())), 1)
-                         for bud in claim.budgets])
-    lines += ["**Every pair at every budget** (a description, not a test):", ""]
-    lines += table(["pair", "how", *map(str, claim.budgets)], rows, note=None) + [""]
-    rows = [[NAMES[a], describe(paired_comparison(per_run(found, "evolve", a, top), per_run(found, "sample", a, top)),
-                                1)] for a in arms]
-    lines += [f"**Search − sampling** per arm at {top} answers, paired by run:", ""]
-    lines += table(["arm", "difference [95% interval], exact p"], rows, note=None) + [""]
-    # early stopping
-    t_stars = [validation[s]["t_star"] for s in seeds]
-    early = paired_comparison(per_run(found, "evolve", f"{claim.early}_early", top),
-                              per_run(found, "evolve", claim.early, top))
-    lines += [f"**Early stopping.** t* per run: {', '.join(map(str, t_stars))}. Early-stopped GRPO − GRPO at {top} "
-              f"answers, paired by run: {describe(early, 1)}.", ""]
-    # solved by some run of one arm and by no run of the other
-    union = {a: set().union(*(solved(r, top) for r in found["evolve"][a].values())) for a in arms}
-    lines += ["**Solved by some run of one arm and by no run of the other** (search, a description):", ""]
-    lines += table(["pair", "only the first", "only the second", "both"],
-                   [[f"{NAMES[a]} − {NAMES[b]}", str(len(union[a] - union[b])), str(len(union[b] - union[a])),
-                     str(len(union[a] & union[b]))] for a, b in DECIDING + SECONDARY], note=None)
-    return lines
-
-
-def strip(claim, rec, path):
-    """The figure of problems solved per run against the budget (results/figures.py's strip_figure)."""
-    from results.figures import strip_figure
-    seeds = complete_seeds(claim, rec)
-    found, _ = read_block(claim, rec, seeds)
-    counts = {how: {NAMES[a]: {b: list(per_run(found, kind, a, b).values()) for b in claim.budgets}
-                    for a in NAMES if a in found[kind]}
-              for kind, how in (("evolve", "search"), ("sample", "sampling"))}
-    strip_figure(counts, claim.budgets, path, f"hard code problems solved per training run ({len(seeds)} runs per arm)")
-
-
 # --------------------------------------------------------------------------------------------- the command
 def ensure_warm_start(claim, out, logs):
     """Train the cached warm start unless it is in --out; -> its checkpoint path."""
@@ -463,10 +314,6 @@ def get_parser():
     p.add_argument("--commit", action="store_true", help="git-commit each unit's files as it finishes")
     p.add_argument("--status", action="store_true", help="say the block and the units done; run nothing")
     p.add_argument("--units", type=COUNT, default=None, help="start at most this many units")
-    p.add_argument("--stop", action="store_true", help="mark the experiment stopped (on time): its report may be "
-                   "written from now on; no unit runs after it")
-    p.add_argument("--report", metavar="FIGURE", nargs="?", const="", default=None, help="print the report "
-                   "(only progress before --stop) and, once stopped, draw the strip figure to FIGURE if given")
     return p
 
 
@@ -486,15 +333,8 @@ def main(argv=None):
         ensure_warm_start(claim, out, logs)
         rec, step = block(claim, os.path.join(os.path.dirname(base), "log.jsonl"))
         where = "block A" if step is None else f"a replicate block (the warm start departs from v2's at step {step})"
-        if args.stop or args.report is not None:
-            if args.stop:
-                write_json(os.path.join(rec, "stopped.json"), {"complete_seeds": complete_seeds(claim, rec), **stamp()})
-            print("\n".join(report(claim, rec)))
-            if args.report and os.path.isfile(os.path.join(rec, "stopped.json")):
-                strip(claim, rec, args.report)
-            return 0
-        if os.path.isfile(os.path.join(rec, "stopped.json")):
-            raise UsageError(f"the experiment is stopped ({os.path.join(rec, 'stopped.json')}); no unit runs after it")
+        if os.path.isfile(os.path.join(rec, STOPPED)):
+            raise UsageError(f"the experiment is stopped ({os.path.join(rec, STOPPED)}); no unit runs after it")
         todo = [u for u in units(claim) if not unit_done(claim, rec, *u)]
         print(f"warm start {base}: {where}, {os.path.relpath(rec, ROOT)}; {len(units(claim)) - len(todo)} of "
               f"{len(units(claim))} units done", flush=True)

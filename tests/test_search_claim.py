@@ -1,11 +1,12 @@
-"""The search experiment's command (results/search_claim.py): the warm start's check, t*, and one seed's units end
-to end on a tiny model, resumed and redone."""
+"""The search experiment: results/search_claim.py runs it (the warm start's check, t*, one seed's units end to end
+on a tiny model, resumed and redone), results/report_claim.py reports it (by hand)."""
 import json
 import os
 from dataclasses import replace
 
 import pytest
 
+from results import report_claim as rc
 from results import search_claim as sc
 
 
@@ -133,17 +134,17 @@ def test_the_report_by_hand(tmp_path):
             sc.write_json(os.path.join(rec, f"pool-grpo_early-s{seed}.json"), {})
             for kind in ("evolve", "sample"):
                 search_file(kind, "grpo_early", seed, early[seed] if kind == "evolve" else [None] * 3)
-    assert sc.complete_seeds(claim, rec) == [0, 1, 2]
-    assert sc.report(claim, rec)[0].startswith("The experiment is running: 12 of 12 units are done")
-    sc.write_json(os.path.join(rec, "stopped.json"), {})
-    text = "\n".join(sc.report(claim, rec))
+    assert rc.complete_seeds(claim, rec) == [0, 1, 2]
+    assert rc.report(claim, rec)[0].startswith("The experiment is running: 12 of 12 units are done")
+    sc.write_json(os.path.join(rec, sc.STOPPED), {})
+    text = "\n".join(rc.report(claim, rec))
     assert "| VPO | search | 2 3 0 | 1.3 | 1.7 |" in text
     assert "| GRPO | search | 0 0 0 | 0.0 | 0.0 |" in text
     assert "| early-stopped GRPO | search | 1 0 0 | 0.3 | 0.3 |" in text
     assert "| VPO − GRPO | +1.7 [" in text and "p = 0.4 |" in text          # 8 of the 20 arrangements
     assert "t* per run: 50, 500, 500" in text and "paired by run: +0.3 [" in text
     assert "| VPO − GRPO | 3 | 0 | 0 |" in text                         # solved only by some VPO run
-    sc.strip(claim, rec, os.path.join(rec, "strip.png"))
+    rc.strip(claim, rec, os.path.join(rec, "strip.png"))
     assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
 
 
@@ -152,10 +153,22 @@ def test_v2_departures_by_hand(tmp_path):
     root, rec = str(tmp_path), str(tmp_path / "rec")
     claim = replace(sc.QUICK_CLAIM, seeds=(0,), arms=("grpo", "vpo"))
     rows = [{"step": i + 1, "loss": 1.0 / (i + 1), "kl": 0.0} for i in range(3)]
-    for where, arm, changed in ((sc.V2_RUNS, "grpo", None), ("rec", "grpo", None), (sc.V2_RUNS, "vpo", None),
+    for where, arm, changed in ((rc.V2_RUNS, "grpo", None), ("rec", "grpo", None), (rc.V2_RUNS, "vpo", None),
                                 ("rec", "vpo", 2)):
         os.makedirs(os.path.join(root, where, f"{arm}-s0"))
         with open(os.path.join(root, where, f"{arm}-s0", "log.jsonl"), "w") as f:
             for r in rows:
                 f.write(json.dumps({**r, "kl": 0.5} if r["step"] == changed else r) + "\n")
-    assert sc.v2_departures(claim, rec, root=root) == {"grpo-s0": None, "vpo-s0": 2}
+    assert rc.v2_departures(claim, rec, root=root) == {"grpo-s0": None, "vpo-s0": 2}
+
+
+def test_report_command_bad_block_and_stop(tmp_path, capsys):
+    assert rc.main(["--block", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith("error: --block")
+    rec = tmp_path / "rec"
+    sc.write_json(str(rec / "block.json"), {})
+    claim_units = len(sc.units(sc.PLAN))
+    assert rc.main(["--block", str(rec)]) == 0 and not (rec / sc.STOPPED).exists()
+    assert f"0 of {claim_units} units are done" in capsys.readouterr().out
+    assert rc.main(["--block", str(rec), "--stop"]) == 0 and (rec / sc.STOPPED).exists()
+    assert "no comparison over runs is possible" in capsys.readouterr().out
