@@ -37,7 +37,8 @@ import time
 from dataclasses import dataclass, replace
 
 from results.jobs import base_file, one_thread, one_thread_env, train_job
-from results.plan import QUICK
+from results.plan import QUICK, read_json
+from results.search_jobs import write_json
 from runs.cli import COUNT, Parser, UsageError
 from runs.dirs import machine
 
@@ -74,18 +75,6 @@ QUICK_CLAIM = replace(PLAN, train=("--task", "code", "--steps", "2", "--eval_eve
                                    "--no_base_eval", *QUICK["common"]),
                       record="record", reference=None, seeds=(0, 1), problems=2, validation=(4, 6), answers=6,
                       budget=27, budgets=(9, 27), min_seeds=2)
-
-
-def write_json(path, obj):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f)
-    os.replace(path + ".tmp", path)
-
-
-def read_json(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def stamp():
