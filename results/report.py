@@ -13,7 +13,7 @@ import os
 from results.plan import CODE_PLANS, KS, base_metrics, finished_runs
 from results.report_code import code_section, superseded_lines
 from results.report_review import AGAINST, maze_records, record_lines, review_section
-from results.tables import compute_seconds, first_metrics, paired_table, scalar_step_table, step_lines, wall_seconds
+from results.tables import compute_seconds, first_metrics, paired_table, scalar_step_table, wall_seconds
 from results.verdicts import verdicts_section
 from tasks import get_task
 
@@ -60,11 +60,11 @@ def maze_lines(g, runs):
     need, bases = len(g["seeds"]), base_metrics(runs)
     lines = [f"## Maze (paper design, `routes` warm start): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm",
              ""]
-    lines += record_lines(runs, "Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
-                          f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:", "VPO", AGAINST, need,
-                          bases)
-    lines += step_lines("Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):",
-                        runs, "best@k", KS[1:], bases)
+    lines += record_lines(runs, {
+        "pooled_best@k": "Pooled best@k (the authors' definition: every answer of a maze in one pool) at each evaluation "
+                         f"step, {first_metrics(runs)['problems']} held-out mazes:",
+        "best@k": "Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):"},
+        "VPO", AGAINST, need, bases)
     lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k", need)
     columns = [("diversity", None, "diversity"), ("valid_rate", None, "valid"), ("distinct_rate", None, "distinct"),
                ("pass@k", 48, "pass@48 (reach E)"), ("E_w[best@k]", 48, "E_w[best@48]"),

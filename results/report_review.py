@@ -11,8 +11,8 @@ from results.dimensions import geometry_points, geometry_reading
 from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, experiment, finished_runs, read_json, value
 from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
-from results.tables import (PAIRED_STD_NOTE, PLAN_HEADER, STD_NOTE, paired_table, plan_cells, pm, run_level, run_note,
-                            step_lines, table)
+from results.tables import (PAIRED_STD_NOTE, PLAN_HEADER, STD_NOTE, metric_lines, paired_table, plan_cells, pm,
+                            run_level, run_note, table)
 
 RECORDS = ("maze_v3", "maze_rerun", "maze_matched", "maze_ablations", "maze_geometry")
 GROUPS = ("main", "baselines", "rerun", "matched", "ablations", "geometry")   # the plan groups that train them
@@ -30,10 +30,11 @@ def maze_records(cfg, out):
     return {name: rs for name, rs in records.items() if rs}
 
 
-def record_lines(runs, caption, vpo, against, need, bases):
-    """A record's pooled best@k along training, then VPO's paired differences against other arms (against: [(label,
-    ks)]) with the plan's reading; the step 0 rows from bases ({m: the base's evaluation})."""
-    lines = step_lines(caption, runs, POOLED, KS, bases)
+def record_lines(runs, captions, vpo, against, need, bases):
+    """A record's metrics along training as compare.md draws them (captions: {metric: caption}; the step 0 rows from
+    bases, {m: the base's evaluation}), then VPO's paired differences in pooled best@k against other arms (against:
+    [(label, ks)]) with the plan's reading."""
+    lines = metric_lines(runs, bases, captions)
     for other, ks in against:
         lines += paired_table(runs, vpo, other, POOLED, ks, "pooled best@k", need)
     return lines
@@ -50,9 +51,9 @@ def review_section(cfg, out, records):
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
     need, bases = len(cfg["rerun"]["seeds"]), base_metrics(ref)
     if ref:
-        lines += record_lines(ref, "The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, "
-                              "weights kept; a second realization, not v3's runs): pooled best@k at each evaluation "
-                              "step:", "VPO (rerun)", [(f"{b} (rerun)", ks) for b, ks in AGAINST], need, bases)
+        lines += record_lines(ref, {POOLED: "The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's "
+                                      "code, weights kept; a second realization, not v3's runs): pooled best@k at "
+                                      "each evaluation step:"}, "VPO (rerun)", [(f"{b} (rerun)", ks) for b, ks in AGAINST], need, bases)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
             first = read_json(compare)
@@ -61,14 +62,15 @@ def review_section(cfg, out, records):
                           f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
                                                   for file, d in files.items()) for name, files in first.items()), ""]
     if "matched GRPO" in matched:
-        lines += record_lines(matched, "Pooled best@k of GRPO with matched answers (24 rollouts of one answer) and "
-                              "of the rerun's VPO at each evaluation step:", "VPO (rerun)", [("matched GRPO", KS[1:])],
-                              need, bases)
+        lines += record_lines(matched, {POOLED: "Pooled best@k of GRPO with matched answers (24 rollouts of one "
+                                          "answer) and of the rerun's VPO at each evaluation step:"}, "VPO (rerun)",
+                              [("matched GRPO", KS[1:])], need, bases)
         lines += equal_tokens_lines({**ref, **matched})
         lines += machine_lines(records.get("maze_v3", {}), {**ref, **matched, **ablations})
     if "random-weight GRPO" in ablations:
-        lines += record_lines(ablations, "Pooled best@k of the ablations and of the rerun's VPO at each evaluation "
-                              "step:", "VPO (rerun)", [("random-weight GRPO", THREE)], need, bases)
+        lines += record_lines(ablations, {POOLED: "Pooled best@k of the ablations and of the rerun's VPO at each "
+                                            "evaluation step:"}, "VPO (rerun)", [("random-weight GRPO", THREE)], need,
+                              bases)
     rows, ds_of = [], {}
     for name, seed, t, ds in early_stopped(cfg, out, {**ref, **matched}):
         rows.append([name, str(seed), str(t)] + [f"{d:+.3f}" for d in ds])
