@@ -1,8 +1,9 @@
 """
-The figures of the reproduction (report.py writes the tables): best@k against k at each evaluation step, best@k
-and diversity during training, training curves, the answers' reward vectors, the route figure (the same held-out
-mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end of training), and the pilot's
-answer-room figure (VPO's written slots and answer length before and after every answer got its own room).
+The figures of the reproduction (report.py writes the tables): best@k against k at each evaluation step, training
+curves, compare.md's two figures for each maze experiment of record (compare_figures), the answers' reward vectors,
+the route figure (the same held-out mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end
+of training), and the pilot's answer-room figure (VPO's written slots and answer length before and after every
+answer got its own room).
 """
 import json
 import os
@@ -31,11 +32,6 @@ def _label(ax, title, xlabel):
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel)
     ax.grid(alpha=0.3)
-
-
-def _mean_std(rows):
-    rows = np.asarray(rows, dtype=float)
-    return rows.mean(axis=0), rows.std(axis=0)
 
 
 TRAINING = (("deploy_reward", "deployment reward w*ᵀr of sampled answers"), ("set_reward", "set reward E_w max wᵀr"),
@@ -211,7 +207,8 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
             if not ms:
                 continue
             ks = [k for k in KS if value(ms[0], key, k) is not None]
-            mu, sd = _mean_std([[value(m, key, k) for k in ks] for m in ms])
+            ys = np.array([[value(m, key, k) for k in ks] for m in ms], dtype=float)
+            mu, sd = ys.mean(axis=0), ys.std(axis=0)
             ax.plot(ks, mu, marker="o", color=f"C{i}", label=f"{label} ({len(ms)})")
             ax.fill_between(ks, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
         for style, m in ((":", 1), ("--", 3)):

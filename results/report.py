@@ -4,6 +4,8 @@ summary.json (the final evaluation; the base's where that run evaluated it), eva
 training), log.jsonl (one line per RL step), and the kept weights of the main runs (the route figure samples
 them once and caches the answers in routes_maze.json, so a clone without the weights still draws it). With the
 figures it also writes hard_targets.json beside each search's hard.json (results/search_jobs.py write_targets).
+The maze's sections read each experiment of record of results/experiments/ (report_review.maze_records) and draw it
+with compare.md's functions: its tables by results/tables.py, its two figures by figures.compare_figures.
 
 Numbers are means ± the population standard deviation (ddof 0) over RL seeds, and every table with a ± says so
 under it; a single seed is shown alone.
