@@ -34,8 +34,9 @@ def _label(ax, title, xlabel):
     ax.grid(alpha=0.3)
 
 
-TRAINING = (("deploy_reward", "deployment reward w*ᵀr of sampled answers"), ("set_reward", "set reward E_w max wᵀr"),
-            ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)"),
+TRAINING = (("deploy_reward", "deployment reward w*ᵀr of sampled answers"),
+            ("set_reward", "set reward E_w max wᵀr"), ("diversity", "reward-space diversity of a group"),
+            ("kl", "KL to the base (k3)"),
             ("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer"))
 
 

@@ -60,11 +60,11 @@ def maze_lines(g, runs):
     """The maze reproduction v3 (results/experiments/maze_v3.json; g: its plan group): pooled best@k along training
     and VPO's paired differences against each other arm, whole-rollout best@k, and the answers at each step."""
     need, bases = len(g["seeds"]), base_metrics(runs)
-    lines = [f"## Maze (paper design, `routes` warm start): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts per arm",
-             ""]
+    lines = [f"## Maze (paper design, `routes` warm start): {g['steps']} RL steps, {g['steps'] * 64:,} rollouts "
+             "per arm", ""]
     lines += record_lines(runs, {
-        "pooled_best@k": "Pooled best@k (the authors' definition: every answer of a maze in one pool) at each evaluation "
-                         f"step, {first_metrics(runs)['problems']} held-out mazes:",
+        "pooled_best@k": "Pooled best@k (the authors' definition: every answer of a maze in one pool) at each "
+                         f"evaluation step, {first_metrics(runs)['problems']} held-out mazes:",
         "best@k": "Best@k over whole rollouts (k/m rollouts of m answers; equal to the pooled one when m = 1):"},
         "VPO", AGAINST, need, bases)
     lines += paired_table(runs, "VPO", "GRPO", "best@k", KS[1:], "whole-rollout best@k", need)

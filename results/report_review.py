@@ -53,7 +53,8 @@ def review_section(cfg, out, records):
     if ref:
         lines += record_lines(ref, {POOLED: "The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's "
                                       "code, weights kept; a second realization, not v3's runs): pooled best@k at "
-                                      "each evaluation step:"}, "VPO (rerun)", [(f"{b} (rerun)", ks) for b, ks in AGAINST], need, bases)
+                                      "each evaluation step:"}, "VPO (rerun)",
+                              [(f"{b} (rerun)", ks) for b, ks in AGAINST], need, bases)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
             first = read_json(compare)
@@ -94,7 +95,8 @@ def geometry_lines(runs, g):
     points = geometry_points(runs, g["steps"])
     if not points:
         return []
-    rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in THREE] + run_level(p["d"][48], "VPO", "GRPO")[1:3]
+    rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in THREE]
+            + run_level(p["d"][48], "VPO", "GRPO")[1:3]
             + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
                f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"] for p in points]
     lines = [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step {g['steps']}, pooled "

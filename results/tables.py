@@ -120,8 +120,8 @@ def plan_cells(ds, a, b, need=None):
 def paired_table(runs, a, b, key, ks, name, need=None):
     """Paired differences a − b per evaluation step and k, per seed, with the plan's reading (none before the plan's
     `need` seeds have finished) and the run-level columns (plan_cells), then what those columns can show."""
-    lines = paired_lines(runs, a, b, key, f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ks,
-                         lambda ds, a, b: plan_cells(ds, a, b, need), PLAN_HEADER)
+    caption = f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:"
+    lines = paired_lines(runs, a, b, key, caption, ks, lambda ds, a, b: plan_cells(ds, a, b, need), PLAN_HEADER)
     return lines + [run_note(len(paired(runs, a, b, key, ks)[0])), ""] if lines else []
 
 

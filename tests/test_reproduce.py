@@ -203,8 +203,8 @@ def test_the_step_table_by_hand():
     def r(seed, div, secs):
         return {"seed": seed, "summary": {"args": {"steps": 4, "algo": "grpo", "batch_size": 1, "group_size": 2,
                                                    "num_answers": 1}, "metrics": {"m": 1, "diversity": div[1]}},
-                "evals": [{"step": 2, "diversity": div[0]}], "log": [{"step": 2, "seconds": secs[0], "completion_tokens": 1},
-                                                                     {"step": 4, "seconds": secs[1], "completion_tokens": 1}]}
+                "evals": [{"step": 2, "diversity": div[0]}],
+                "log": [{"step": s, "seconds": t, "completion_tokens": 1} for s, t in zip((2, 4), secs)]}
     runs = {"GRPO": [r(0, (0.2, 0.5), (10, 30)), r(1, (0.4, 0.7), (20, 50))]}
     keys = [("diversity", None, "diversity", 2), ("train_seconds", None, "train s", 0)]
     lines = tables.scalar_step_table(runs, keys, {1: {"diversity": 0.1}})
