@@ -9,11 +9,11 @@ import re
 import numpy as np
 
 from results.plan import KS, base_metrics, code_problems, code_task, finished_runs, read_json, value
-from results.search_jobs import (HOW, NAMES, label, path_of, read_searches, solved_rule, solved_within, target_solved,
-                                 targets_path)
+from results.search_jobs import (HOW, NAMES, label, path_of, per_run, read_searches, solved_rule, solved_within,
+                                 target_solved, targets_path)
 from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_lines,
                             table)
-from results.verdicts import run_level_search_lines
+from results.verdicts import run_level_search_lines, sign_test
 
 
 def code_section(cfg, out, group="code", key="search"):
@@ -200,51 +200,64 @@ def family_forms_table(cache, name):
 def search_section(cfg, out, key="search"):
     """Problems solved within each budget by the evolutionary search and by sampling, per seed; the paper's count
     (problems some seed of one method solves and no seed of the other ever does) per pair of methods, and the
-    plan's test of it (results/PLAN_CODE.md v2, "The deciding test")."""
-    from search import solved_by_budget
+    plan's test of it (results/PLAN_CODE.md v2, "The deciding test"); the run-level test; which problems."""
+    from search import bootstrap_difference, solved_by_budget
     found, hard = read_searches(cfg, out, key)
     if not hard or not any(found.values()):
         return []
-    s, group = cfg[key], cfg[cfg[key]["group"]]
+    s, budgets = cfg[key], cfg[key]["budgets"]
+    task, problems = code_task(cfg, s["group"]), code_problems(cfg, s["group"], hard["screened"])
+    target = {slug: [target_solved(r, task, problems) for r in runs] for slug, runs in found["evolve"].items()}
     stopped = (" (stopped before its VPO searches and its sampling: the weights were lost with their machine; "
                "a record, without a verdict; the search of record is the next section's)") if s.get("stopped") else ""
     lines = [f"### Evolutionary search on the hardest held-out problems{stopped}", "",
              f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the "
-             f"{'original (v2) ' if 'hard' in s else ''}searched checkpoints solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: "
-             f"{s['budget']} {s['unit']} per problem (T = {s['temperature']}); problems solved within each budget, per "
-             f"seed (s0 / s1 / ...), and their mean. Sampling: fresh samples from the plain prompt with the same "
-             f"budget. The last two columns (not in the plans): distinct non-empty answers written on a problem the "
-             f"run did not solve, over its whole budget (mean over such problems); and, per seed, the fraction of "
-             f"shown tests that the best program the search kept passes, averaged over the problems (1 where "
-             f"solved).", ""]
+             f"{'original (v2) ' if 'hard' in s else ''}searched checkpoints solved in its {s['answers']}-answer "
+             f"evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem (T = {s['temperature']}); "
+             f"problems solved within each budget, per seed (s0 / s1 / ...), and their mean. Sampling: fresh samples "
+             f"from the plain prompt with the same budget. The last two columns (not in the plans): distinct non-empty "
+             f"answers written on a problem the run did not solve, over its whole budget (mean over such problems); "
+             f"and, per seed, the fraction of shown tests that the best program the search kept passes, averaged over "
+             f"the problems (1 where solved).", ""]
     lines += rule_lines(found, os.path.relpath(targets_path(path_of(out, cfg, key, "hard")), out), out)
-    budgets = s["budgets"]
-    task = code_task(cfg, s["group"])  # scores a program on a problem's tests
-    problems = code_problems(cfg, s["group"], hard["screened"])
 
-    def best_tests(problem, res):  # the fraction of shown tests the search's best program passes (0: none kept)
-        return float(task.score(problem, res["best"]).mean()) if res.get("best") is not None else 0.0
+    def best_tests(p, res):  # the fraction of shown tests the search's best program passes (0: none kept)
+        return float(task.score(problems[p], res["best"]).mean()) if res.get("best") is not None else 0.0
     rows = []
     for kind in ("evolve", "sample"):
         for slug, runs in found[kind].items():
             counts = [solved_by_budget(r["results"], budgets) for r in runs]
             distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
-            best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
-                    for r in runs] if kind == "evolve" else []
-            same = [target_solved({**r, "kind": kind}, task, problems) for r in runs]
+            best = [np.mean([best_tests(*pr) for pr in zip(r["problems"], r["results"])]) for r in runs]
             rows.append([label(kind, slug), str(len(runs))]
                         + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
                            for b in budgets]
-                        + [f"{np.mean(distinct):.0f}" if distinct else "-",
-                           " / ".join(f"{b:.3f}" for b in best) or "-",
-                           "keeps no programs" if None in same else
-                           " / ".join(f"{len(t)} of {len(solved_within(r))}" for t, r in zip(same, runs))])
+                        + [f"{np.mean(distinct):.0f}" if distinct else "-"]
+                        + ([" / ".join(f"{b:.3f}" for b in best) or "-", " / ".join(
+                            f"{len(t)} of {len(solved_within(r))}" for t, r in zip(target[slug], runs))]
+                           if kind == "evolve" else ["-", "keeps no programs"]))
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed",
                     "kept solving programs equal to the target"], rows) + [""]
-    lines += only_by_tables(found, s, hard, stopped=bool(stopped), seeds=len(group["seeds"]),
-                            target=lambda slug: [target_solved({**r, "kind": "evolve"}, task, problems)
-                                                 for r in found["evolve"][slug]])
+    lines += only_by_tables(found, s)
+    complete = all(len(found["evolve"].get(slug, [])) == len(cfg[s["group"]]["seeds"]) for pair in s["pairs"]
+                   for slug in pair)  # every seed of every pair: the plan's verdict can be read
+    lines += registered_lines(found, s, None if complete else "stopped search: no verdict" if stopped else
+                              "waiting for every seed of every pair (Holm)")
+    lines += run_level_search_lines(found, s, target)
+    rows = []
+    for a, b in s["pairs"]:
+        if a in found["evolve"] and b in found["evolve"]:
+            sa, sb = per_run(found, "evolve", a), per_run(found, "evolve", b)
+            diff, low, high = bootstrap_difference(sa, sb, hard["problems"])
+            plus = lambda x: f"{round(x, 9) + 0.0:+.2f}"  # noqa: E731  (no "-0.00")
+            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{np.mean([len(x) for x in sa]):.2f}",
+                         f"{np.mean([len(x) for x in sb]):.2f}", plus(diff), f"[{plus(low)}, {plus(high)}]"])
+    if rows:
+        lines += ["Problems solved per seed by the search at the full budget, mean over seeds, and the 95% bootstrap "
+                  "interval of the difference (10,000 resamples of the problems, seed 0, the runs held fixed; "
+                  "descriptive, and narrower than the run-level interval above because it ignores how runs vary):", ""]
+        lines += table(["A − B", "A", "B", "difference", "95% interval"], rows) + [""]
     return lines + solved_problems_table(found, task, problems)
 
 
@@ -269,80 +282,51 @@ def rule_lines(found, targets, out):
             + where, ""]
 
 
-def only_by_tables(found, s, hard, stopped=False, seeds=None, target=None):
-    """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
-    budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
-    the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
-    the bootstrap interval over problems of the difference in problems solved per seed."""
-    from search import bootstrap_difference, discordant_test, holm, solved_only_by
-    lines, full = [], s["budget"]
-
-    def solved(kind, slug, budget=None):
-        return [solved_within(r, budget) for r in found[kind][slug]]
+def only_by_tables(found, s):
+    """Per pair (A, B) of the plan, at every budget: problems some seed of A solves and no seed of B does, the
+    reverse, and both, for the search and for sampling."""
+    from search import solved_only_by
+    lines = []
     for a, b in s["pairs"]:
-        rows = []
-        for kind in ("evolve", "sample"):
-            if a in found[kind] and b in found[kind]:
-                for budget in s["budgets"]:
-                    only_a, only_b, both = solved_only_by(solved(kind, a, budget), solved(kind, b, budget))
-                    rows.append([HOW[kind], str(budget), str(len(only_a)), str(len(only_b)), str(len(both))])
+        rows = [[HOW[kind], str(budget)] + [str(len(x)) for x in solved_only_by(
+            per_run(found, kind, a, budget), per_run(found, kind, b, budget))]
+                for kind in ("evolve", "sample") if a in found[kind] and b in found[kind] for budget in s["budgets"]]
         if rows:
             lines += [f"Problems solved by some seed of {NAMES[a]} and by no seed of {NAMES[b]}, and the reverse (the "
                       f"paper's claim: VPO checkpoints solve problems GRPO checkpoints never do):", ""]
             lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows)
             lines += [""]
+    return lines
 
-    def sign_test(kind, a, b, xs, ys):  # (kind, A, B, a, b, p) over two lists of solved sets, one set per seed
-        na, nb = (len(only) for only in solved_only_by(xs, ys)[:2])
-        return kind, a, b, na, nb, discordant_test(na, nb)
-    tests = [sign_test(kind, NAMES[a], NAMES[b], solved(kind, a), solved(kind, b)) for kind in ("evolve", "sample")
-             for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
-    both = sorted(set(found["evolve"]) & set(found["sample"]), key=list(NAMES).index)
-    tests += [sign_test("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling", solved("evolve", slug),
-                        solved("sample", slug)) for slug in both]
+
+def registered_lines(found, s, no_verdict):
+    """At the full budget, the sign test over problems (verdicts.sign_test): for the search with Holm over the
+    plan's pairs, its registered verdict (no_verdict: None, else why there is none yet); for sampling and for
+    search against sampling, descriptive."""
+    from search import holm
+    tests = [(kind, NAMES[a], NAMES[b], *sign_test(per_run(found, kind, a), per_run(found, kind, b)))
+             for kind in ("evolve", "sample") for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
+    tests += [("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling",
+               *sign_test(per_run(found, "evolve", slug), per_run(found, "sample", slug)))
+              for slug in NAMES if slug in found["evolve"] and slug in found["sample"]]
     if not tests:
-        return lines
-    deciding = [t for t in tests if t[0] == "evolve"]
-    complete = len(deciding) == len(s["pairs"]) and all(  # every pair, every seed of both its methods
-        seeds is None or len(found["evolve"][slug]) == seeds for pair in s["pairs"] for slug in pair)
-    rejected = holm([t[5] for t in deciding]) if complete else [False] * len(deciding)
+        return []
+    rejected = holm([t[5] for t in tests if t[0] == "evolve"])  # the search's tests come first
     rows = []
-    for t in tests:
-        kind, a, b, na, nb, p = t
-        if kind == "evolve" and complete:
-            if rejected[deciding.index(t)]:
-                first, second = (a, b) if na > nb else (b, a)
-                reading = f"{first}'s searches solve problems {second}'s never do, more often than the reverse"
-            else:
-                reading = "no difference detected at this power"
-        elif kind == "evolve":
-            reading = "stopped search: no verdict" if stopped else "waiting for every seed of every pair (Holm)"
-        else:
-            reading = "descriptive"
+    for i, (kind, a, b, na, nb, p) in enumerate(tests):
+        first, second = (a, b) if na > nb else (b, a)
+        reading = "descriptive" if kind != "evolve" else no_verdict or (
+            f"{first}'s searches solve problems {second}'s never do, more often than the reverse" if rejected[i]
+            else "no difference detected at this power")
         how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]
         rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
-    lines += [f"The pre-registered analysis, the sign test over problems at the full budget ({full} {s['unit']}): "
-              f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
-              f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2); the search rows are the plan's registered verdict, with "
-              f"Holm over its pairs at familywise α = 0.05. It counts problems as independent replicates, but "
-              "what varies between two methods is the training run; where it disagrees with the run-level test "
-              "below, the run-level test is the reading:", ""]
-    lines += table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]
-    lines += run_level_search_lines(found, s, solved, target)
-    rows = []
-    for a, b in s["pairs"]:
-        if a in found["evolve"] and b in found["evolve"]:
-            diff, low, high = bootstrap_difference(solved("evolve", a), solved("evolve", b), hard["problems"])
-            mean = lambda slug: np.mean([len(x) for x in solved("evolve", slug)])  # noqa: E731
-            plus = lambda x: f"{round(x, 9) + 0.0:+.2f}"  # noqa: E731  (no "-0.00")
-            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{mean(a):.2f}", f"{mean(b):.2f}", plus(diff),
-                         f"[{plus(low)}, {plus(high)}]"])
-    if rows:
-        lines += ["Problems solved per seed by the search at the full budget, mean over seeds, and the 95% bootstrap "
-                  "interval of the difference (10,000 resamples of the problems, seed 0, the runs held fixed; "
-                  "descriptive, and narrower than the run-level interval above because it ignores how runs vary):", ""]
-        lines += table(["A − B", "A", "B", "difference", "95% interval"], rows) + [""]
-    return lines
+    return [f"The pre-registered analysis, the sign test over problems at the full budget ({s['budget']} {s['unit']}): "
+            f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
+            f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2); the search rows are the plan's registered verdict, with "
+            f"Holm over its pairs at familywise α = 0.05. It counts problems as independent replicates, but "
+            "what varies between two methods is the training run; where it disagrees with the run-level test "
+            "below, the run-level test is the reading:", ""] + \
+        table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]
 
 
 def solved_problems_table(found, task, problems):

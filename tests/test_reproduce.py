@@ -148,12 +148,11 @@ def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
     assert failed[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
                           "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
     assert {"unit-grpo-s0", "unit-vpo-s0"} <= set(failed)              # the units wait for v2's hard problems
-    units = search_jobs.pending(cfg, str(tmp_path), "search_rep", None, str(tmp_path))
-    for j in search_jobs.pending(cfg, str(tmp_path)):  # committed search files: nothing left to do
-        search_jobs.write_json(j["makes"], {})
-    for j in units:                                    # a finished unit: its pool and every chunk
-        for path in j["args"][-1]:
-            search_jobs.write_json(path, {})
+    for key in ("search", "search_rep"):  # committed search files: the screens, the hard problems, every unit's
+        for j in search_jobs.pending(cfg, str(tmp_path), key, None, str(tmp_path)):
+            unit = search_jobs.unit_files(str(tmp_path), cfg, key, *j["args"][3:5]) if j["name"].startswith("unit") else []
+            for path in [j["makes"], *unit]:
+                search_jobs.write_json(path, {})
     assert reproduce.run_all(cfg, str(tmp_path), jobs=1) == []
     assert not list((tmp_path / "runs").glob("*/*/ckpt.pt"))
 
