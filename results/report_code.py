@@ -55,7 +55,7 @@ def code_section(cfg, out, group="code", key="search"):
     path = os.path.join(out, g["answers"])
     cache = read_json(path) if os.path.isfile(path) else {}
     if "targets" in cache:  # what the final weights write (results/figures.py samples them)
-        lines += forms_table(cache, g["answers"]) + family_forms_table(cache, g["answers"])
+        lines += forms_tables(cache, g["answers"])
     return lines + search_section(cfg, out, key)
 
 
@@ -154,47 +154,35 @@ def answer_form(source):
 FORMS = ("three levels", "abs", "remainder", "clip", "min/max", "other conditional", "other")
 
 
-def _arm_answers(cache, keep):
-    """{arm: written answers} of a forms cache, seeds pooled per arm, on the problems i with keep(family of i)."""
-    arms = {}
-    for name, entry in cache.items():
-        if name == "targets":
-            continue
-        arm = name if name.startswith("base") else name.rsplit("-s", 1)[0]
-        arms.setdefault(arm, []).extend(a for i, (_, family) in enumerate(cache["targets"]) if keep(family)
-                                        for a in entry["answers"][i] if a)
-    return arms
-
-
-def forms_table(cache, name="answers_code.json"):
-    """Share of the written answers in each form, per checkpoint (seeds pooled per arm), on the problems whose
-    target is not itself three levels: a three-level answer there is a partial program fitted to the tests."""
-    other = [i for i, (_, family) in enumerate(cache["targets"]) if family != "step3"]
-    arms = _arm_answers(cache, lambda family: family != "step3")
-    rows = [[arm, str(len(answers))] + [f"{sum(answer_form(a) == f for a in answers) / len(answers):.2f}"
-                                        for f in FORMS] for arm, answers in arms.items() if answers]
-    return ([f"What the models write (`{name}`: 12 answers per problem at T = 0.7, final weights, seeds "
-             f"pooled): the form of the written answers on the {len(other)} of the first {len(cache['targets'])} "
-             f"held-out problems whose target is not three constant levels:", ""]
-            + table(["checkpoint", "answers"] + list(FORMS), rows) + [""])
-
-
 OWN_FORM = {"clamp": "min/max", "clip": "clip", "distance": "abs", "remainder": "remainder", "step3": "three levels"}
 
 
-def family_forms_table(cache, name):
-    """Per family, the share of the written answers in the form of the family's targets and in the three-level
-    template, per checkpoint (seeds pooled per arm)."""
+def forms_tables(cache, name):
+    """What the models write (the cache `name` of results/figures.py code_answers), seeds pooled per arm: the share
+    of the written answers in each form on the problems whose target is not itself three levels (a three-level
+    answer there is a partial program fitted to the tests); and per family, the share in the form of the family's
+    targets and in the three-level template."""
+    forms = {}   # {arm: {family: the form of every written answer}}
+    for run, entry in cache.items():
+        if run == "targets":
+            continue
+        arm = run if run.startswith("base") else run.rsplit("-s", 1)[0]
+        for (_, family), answers in zip(cache["targets"], entry["answers"]):
+            forms.setdefault(arm, {}).setdefault(family, []).extend(answer_form(a) for a in answers if a)
+    pooled = {arm: [f for family, fs in by.items() if family != "step3" for f in fs] for arm, by in forms.items()}
     families = sorted({family for _, family in cache["targets"]})
-    per = {f: _arm_answers(cache, lambda family, f=f: family == f) for f in families}
 
-    def cell(forms, own):  # the shares of one arm's answers on one family: its own form / three levels
-        return f"{forms.count(own) / len(forms):.2f} / {forms.count('three levels') / len(forms):.2f}" if forms else "-"
-    rows = [[arm] + [cell([answer_form(a) for a in per[f].get(arm, [])], OWN_FORM[f]) for f in families]
-            for arm in per[families[0]]]
-    return ([f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
-             "three-level template (on step3 the two are the same form):", ""]
-            + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""])
+    def cell(fs, own):  # the shares of one arm's answers on one family: its own form / three levels
+        return f"{fs.count(own) / len(fs):.2f} / {fs.count('three levels') / len(fs):.2f}" if fs else "-"
+    lines = [f"What the models write (`{name}`: 12 answers per problem at T = 0.7, final weights, seeds pooled): the "
+             f"form of the written answers on the {sum(f != 'step3' for _, f in cache['targets'])} of the first "
+             f"{len(cache['targets'])} held-out problems whose target is not three constant levels:", ""]
+    lines += table(["checkpoint", "answers"] + list(FORMS), [[arm, str(len(fs))] + [
+        f"{fs.count(f) / len(fs):.2f}" for f in FORMS] for arm, fs in pooled.items() if fs]) + [""]
+    lines += [f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
+              "three-level template (on step3 the two are the same form):", ""]
+    rows = [[arm] + [cell(by.get(f, []), OWN_FORM[f]) for f in families] for arm, by in forms.items()]
+    return lines + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""]
 
 
 def search_section(cfg, out, key="search"):

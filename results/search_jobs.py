@@ -235,7 +235,8 @@ def pending(cfg, out, key="search", train=None, logs=None):
             run = weights(out, cfg, key, j["slug"], j["seed"])
             jobs.append({"name": f"screen-{j['name']}", "fn": screen_job, "needs": run, "makes": path,
                          "args": (run[1], search["screen_problems"], search["answers"], path)})
-        jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard, "args": (search, hard, screens)})
+        jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard,
+                     "args": (search, hard, screens)})
     jobs = [j for j in jobs if not os.path.isfile(j["makes"])]
     order = list(dict.fromkeys([a for a, _ in search["pairs"]] + [b for _, b in search["pairs"]]))
     for j in sorted(runs, key=lambda j: (j["seed"], order.index(j["slug"]) if j["slug"] in order else len(order))):

@@ -51,10 +51,11 @@ def search_rows(cfg, out, key="search_rep"):
                 registered]
     rows, same = [], []
     for (a, b), (na, nb, p), reject in zip(pairs, tests, holm([p for _, _, p in tests])):
-        ahead = f"{NAMES[a] if na > nb else NAMES[b]} ahead, {max(na, nb)} against {min(na, nb)} problems"
+        counts = (f"{NAMES[a] if na > nb else NAMES[b]} ahead, {max(na, nb)} against {min(na, nb)}" if reject
+                  else f"no difference, {na} against {nb}")
         rows.append(row(a, b, f"problems solved of {len(hard['problems'])} ({s['budget']} {s['unit']})",
                         [len(x) for x in per_run(found, "evolve", a)], [len(x) for x in per_run(found, "evolve", b)],
-                        f"{ahead}, p = {p:.2g}" if reject else f"no difference, {na} against {nb} problems, p = {p:.2g}"))
+                        f"{counts} problems, p = {p:.2g}"))
         same.append(row(a, b, "the same, programs equal to the target",
                         *([len(target_solved(r, task, problems)) for r in found["evolve"][x]] for x in (a, b)), "-"))
     return rows + same
@@ -120,7 +121,8 @@ def run_level_search_lines(found, s, target):
             sa, sb = sets.get(a, []), sets.get(b, [])
             if min(len(sa), len(sb)) < 2:
                 continue
-            rows.append([how, f"{NAMES[a]} − {NAMES[b]}"] + label_cells([len(x) for x in sa], [len(x) for x in sb], a, b))
+            counts = [len(x) for x in sa], [len(x) for x in sb]
+            rows.append([how, f"{NAMES[a]} − {NAMES[b]}", *label_cells(*counts, a, b)])
             left_out = [(a, i) for i in range(len(sa))] + [(b, i) for i in range(len(sb))] if how == "search" else []
             for slug, i in left_out:
                 ka, kb = (xs[:i] + xs[i + 1:] if arm == slug else xs for arm, xs in ((a, sa), (b, sb)))

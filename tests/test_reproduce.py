@@ -258,7 +258,7 @@ def test_forms_per_family_by_hand():
     cache = {"targets": [["max(-x+7,2)", "clamp"], ["abs(x-1)", "distance"]],
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""], ["abs(x)", "x%2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], ["abs(x-1)", "3 if x<0 else 2 if x<4 else 3"]]}}
-    lines = report_code.family_forms_table(cache, "answers.json")
+    lines = report_code.forms_tables(cache, "answers.json")
     # clamp: 4 written answers, 2 min/max, 1 three-level; distance: 4 answers, 2 abs, 1 three-level
     assert "| vpo | 0.50 / 0.25 | 0.50 / 0.25 |" in lines
 
@@ -294,7 +294,7 @@ def test_answer_forms_by_hand():
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""],
                                     ["9 if x<0 else 1 if x<1 else 2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], []]}}
-    lines = report_code.forms_table(cache)
+    lines = report_code.forms_tables(cache, "answers.json")
     # only problem 0 counts (problem 1's target is three levels); vpo's 4 written answers there: 1 three-level,
     # 2 min/max, 1 abs
     assert "| vpo | 4 | 0.25 | 0.25 | 0.00 | 0.00 | 0.50 | 0.00 | 0.00 |" in lines

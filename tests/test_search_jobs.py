@@ -195,12 +195,13 @@ def test_the_committed_hard_targets_are_the_hard_problems():
             assert row["table"] == execute(row["target"], DOMAIN)
             assert [row["table"][x - DOMAIN[0]] for x in row["inputs"] + row["hidden_inputs"]] == \
                 row["outputs"] + row["hidden_outputs"]
-        counts = kept_programs.kept_counts(search_jobs.search_dir(out, plan.FULL, key), committed)
         task = plan.code_task(plan.FULL, plan.FULL[key]["group"])
         found, _ = search_jobs.read_searches(plan.FULL, out, key)
+        counts = kept_programs.kept_counts(found, committed)
+        assert len(counts) == sum(map(len, found["evolve"].values())), key
         for slug, runs in found["evolve"].items():
             for r in runs:
-                solved, same, _, _ = counts[(slug, r["rl_seed"])]
+                solved, same, _ = counts[(slug, r["rl_seed"])]
                 assert solved == len(search_jobs.solved_within(r)), (key, slug)
                 assert same == len(search_jobs.target_solved(r, task, problems)), (key, slug)
 
