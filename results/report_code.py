@@ -115,25 +115,24 @@ def target_lines(runs, ks, bases):
             "passes but some other programs pass too.", ""]
 
 
-def below_base_table(runs, bases, key="pass@k", k=48, need=None):
+def below_base_table(runs, bases, need=None):
     """Does RL lower pass@k at large k below the base? Per arm, final pass@48 minus the base's with the same m, per
     seed, with the plan's reading (lowers / raises on every seed, else unresolved)."""
     rows, width = [], max(len(rs) for rs in runs.values())
     for arm, rs in runs.items():
         m = rs[0]["summary"]["metrics"]["m"]
-        if not bases.get(m) or value(bases[m], key, k) is None:
+        base = value(bases[m], "pass@k", 48) if bases.get(m) else None
+        if base is None:
             continue
-        base = value(bases[m], key, k)
-        ds = [value(r["summary"]["metrics"], key, k) - base for r in rs]
+        ds = [value(r["summary"]["metrics"], "pass@k", 48) - base for r in rs]
         reading = "lowers" if all(d < 0 for d in ds) else "raises" if all(d > 0 for d in ds) else "unresolved"
         reading = f"{len(ds)} of {need} seeds: no reading yet" if need and len(ds) < need else reading
         rows.append([arm, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
                     + [""] * (width - len(ds)) + [pm(ds), reading])
     if not rows:
         return []
-    name = f"{key[:-2]}@{k}"
-    return [f"{name} at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
-        table(["method", "m", f"base {name}"] + [f"seed {i}" for i in range(width)] +
+    return ["pass@48 at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
+        table(["method", "m", "base pass@48"] + [f"seed {i}" for i in range(width)] +
               ["mean ± std", "reading (plan's rule)"], rows, PAIRED_STD_NOTE) + [""]
 
 

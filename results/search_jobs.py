@@ -141,24 +141,17 @@ def hard_targets(problems, hard):
 
 def write_targets(cfg, out):
     """hard_targets.json beside every hard.json of the plan's searches (a search that reuses another's hard file
-    shares its targets file). -> the paths written."""
-    written = []
+    writes the same targets again), one problem a line for a reader."""
     for _, key in CODE_PLANS:
-        if key not in cfg:
-            continue
-        hard_path = path_of(out, cfg, key, "hard")
-        path = targets_path(hard_path)
-        if os.path.isfile(hard_path) and path not in written:
+        hard_path = path_of(out, cfg, key, "hard") if key in cfg else ""
+        if os.path.isfile(hard_path):
             hard = read_json(hard_path)
-            problems = code_problems(cfg, cfg[key]["group"], hard["screened"])
-            content = {"hard": os.path.basename(hard_path), **hard_targets(problems, hard)}
-            rows = content.pop("problems")   # one problem a line, for a reader
-            text = json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n"
+            content = {"hard": os.path.basename(hard_path),
+                       **hard_targets(code_problems(cfg, cfg[key]["group"], hard["screened"]), hard)}
+            rows, path = content.pop("problems"), targets_path(hard_path)
             with open(path + ".tmp", "w") as f:
-                f.write(text)
+                f.write(json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n")
             os.replace(path + ".tmp", path)
-            written.append(path)
-    return written
 
 
 def search_job(kind, ckpt, search, hard_path, path, chunk):
