@@ -291,21 +291,20 @@ def registered_lines(found, s, no_verdict):
     plan's pairs, its registered verdict (no_verdict: None, else why there is none yet); for sampling and for
     search against sampling, descriptive."""
     from search import holm
-    tests = [(kind, NAMES[a], NAMES[b], *sign_test(per_run(found, kind, a), per_run(found, kind, b)))
+    tests = [(HOW[kind], NAMES[a], NAMES[b], *sign_test(per_run(found, kind, a), per_run(found, kind, b)))
              for kind in ("evolve", "sample") for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
-    tests += [("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling",
+    tests += [("search vs sampling", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling",
                *sign_test(per_run(found, "evolve", slug), per_run(found, "sample", slug)))
               for slug in NAMES if slug in found["evolve"] and slug in found["sample"]]
     if not tests:
         return []
-    rejected = holm([t[5] for t in tests if t[0] == "evolve"])  # the search's tests come first
+    rejected = holm([t[5] for t in tests if t[0] == "search"])  # the search's tests come first
     rows = []
-    for i, (kind, a, b, na, nb, p) in enumerate(tests):
+    for i, (how, a, b, na, nb, p) in enumerate(tests):
         first, second = (a, b) if na > nb else (b, a)
-        reading = "descriptive" if kind != "evolve" else no_verdict or (
+        reading = "descriptive" if how != "search" else no_verdict or (
             f"{first}'s searches solve problems {second}'s never do, more often than the reverse" if rejected[i]
             else "no difference detected at this power")
-        how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]
         rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
     return [f"The pre-registered analysis, the sign test over problems at the full budget ({s['budget']} {s['unit']}): "
             f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
@@ -324,21 +323,15 @@ def solved_problems_table(found, task, problems):
     solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
     if not solved:
         return []
-    rows = []
+    rows, results = [], [[(r["rl_seed"], dict(zip(r["problems"], r["results"]))) for r in found[kind][slug]]
+                         for kind, slug in columns]   # per column, per run: {problem: its result}
     for p in solved:
-        cells, hidden, same = [], [], []
-        for kind, slug in columns:
-            hits = []
-            for r in found[kind][slug]:
-                res = r["results"][r["problems"].index(p)]
-                if res["solved_at"] is not None:
-                    hits.append(f"s{r['rl_seed']} ({res['solved_at']})")
-                    if res.get("best") is not None:
-                        hidden.append(task.solved_hidden(problems[p], res["best"]))
-                        same.append(task.equals_target(problems[p], res["best"]))
-            cells.append(", ".join(hits) or "-")
-        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
-                    [f"{sum(xs)} / {len(xs)}" if xs else "-" for xs in (hidden, same)])
+        hits = [[(seed, res[p]) for seed, res in runs if res[p]["solved_at"] is not None] for runs in results]
+        kept = [res["best"] for runs in hits for _, res in runs if res.get("best") is not None]
+        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"]
+                    + [", ".join(f"s{seed} ({res['solved_at']})" for seed, res in runs) or "-" for runs in hits]
+                    + [f"{sum(check(problems[p], b) for b in kept)} / {len(kept)}" if kept else "-"
+                       for check in (task.solved_hidden, task.equals_target)])
     header = ["problem", "family", "target"] + [label(kind, slug) for kind, slug in columns]
     return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
             "many of the searches' solving programs also pass the problem's hidden tests, and equal its target on all "

@@ -240,8 +240,8 @@ def pending(cfg, out, key="search", train=None, logs=None):
                 "args": (out, cfg, key, j["slug"], j["seed"]), "trained": os.path.isfile(run[1])}
         if j["units"] == key and train:  # the unit trains its run
             log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
-            unit.update(needs=[hard], run=j, args=(*unit["args"], functools.partial(train, j["argv"], runs_dir(out, j),
-                                                                                    log)))
+            unit.update(needs=[hard], run=j)
+            unit["args"] += (functools.partial(train, j["argv"], runs_dir(out, j), log),)
         jobs.append(unit)
     where = group_of(cfg, key)["dir"]
     return sorted([{**j, "dir": where} for j in jobs], key=lambda j: not j.get("trained", True))
