@@ -248,20 +248,17 @@ def search_section(cfg, out, key="search"):
     return lines + solved_problems_table(found, task, problems)
 
 
-RULES = {"reward": "the first program that passes every shown test",
-         "target": "the first program equal to the target on all 31 inputs of the domain"}
+RULES = {"reward": ("the first program that passes every shown test",
+                    "the rule they were written under, before the search counted the target"),
+         "target": ("the first program equal to the target on all 31 inputs of the domain", "the rule they record")}
 
 
 def rule_lines(found, targets, out):
     """What "solved" means in these search files (search.py records the rule since it counts the target; files
     without the record counted the shown tests), what the last column counts, and where the targets are kept."""
     rules = sorted({solved_rule(r) for kind in found for runs in found[kind].values() for r in runs})
-    if len(rules) == 1:
-        meaning = f"Solved in these files means {RULES[rules[0]]}" + (
-            " (the rule they were written under, before the search counted the target)." if rules == ["reward"]
-            else " (the rule they record).")
-    else:
-        meaning = "Solved follows each file's recorded rule: " + "; ".join(f"{r}, {RULES[r]}" for r in rules) + "."
+    meaning = (f"Solved in these files means {RULES[rules[0]][0]} ({RULES[rules[0]][1]})." if len(rules) == 1 else
+               "Solved follows each file's recorded rule: " + "; ".join(f"{r}, {RULES[r][0]}" for r in rules) + ".")
     where = (f" The hard problems' targets, their shown and hidden tests and each target's values on the domain are "
              f"in `{targets}`.") if os.path.isfile(os.path.join(out, targets)) else ""
     return [meaning + " The column \"kept solving programs equal to the target\" counts, per seed, the solved problems "
