@@ -22,10 +22,12 @@ Every file is written atomically once its job is done (a killed job is redone); 
 committed, the checkpoints are not. reproduce.py schedules these jobs; report.py reads them back.
 
 Weights are never committed and the same seed trains other weights on another machine's floating point
-(docs/notes.md), so a unit never starts a search from a checkpoint it did not train itself: a unit that trains,
-found with search files but no checkpoint (an invocation that ended mid-unit), deletes them and starts over.
-v2's search ran each chunk as a job of its own; run in units, it writes the same files with the same content
-from the same weights, a checkpoint's chunks one after another in one job.
+(docs/notes.md), so a unit that trains never starts a search from a checkpoint it did not train itself: found
+with search files but no checkpoint (an invocation that ended mid-unit), it deletes them and starts over.
+
+v2's search ran each chunk as a job of its own. Run in units, it writes the same files with the same content from
+the same weights; a rerun now searches a checkpoint's chunks one after another in one job, so two workers search
+two checkpoints at a time instead of two chunks.
 """
 import functools
 import itertools
