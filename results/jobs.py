@@ -1,33 +1,129 @@
 """
-Running train.py as jobs, shared by results/compare.py and results/reproduce.py: one run in a worker process with
-one torch thread (train_job resumes a run with a checkpoint and overwrites a directory without one), the warm start
-a run will start from (base_file) and its cache key, and an in-process executor for the tests.
+Running train.py as jobs, shared by results/compare.py and results/reproduce.py: a comparison as its configuration
+describes it (read_config, Setup: every run's train.py command line, in the order the runs start), one run in a
+worker process with one torch thread (train_job resumes a run with a checkpoint and overwrites a directory without
+one), the warm start a run will start from (base_file) and its cache key.
 """
-import concurrent.futures as cf
 import contextlib
+import json
 import os
+import re
+from dataclasses import dataclass
+
+from runs.cli import UsageError, given_flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OWNED = ("algo", "seed", "run_name", "out_dir", "resume", "overwrite")   # train.py flags this command sets per run
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One method of a comparison: its name in the tables, its run directories (SLUG-sSEED), its train.py flags
+    (--algo among them), its seeds (None: the comparison's) and the directory --report reads its runs from (None:
+    the comparison's; a configuration of record may read an arm from another experiment's directory)."""
+    label: str
+    slug: str
+    flags: tuple
+    seeds: tuple = None
+    dir: str = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
+    of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
+    directory of --out), and the arms whose first run evaluates the base (their slugs; None: every arm's)."""
+    arms: tuple
+    seeds: tuple
+    train_args: tuple
+    dir: str = None
+    base_evals: tuple = None
+
+    def argv(self, arm, seed):
+        """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
+        base = seed == self.seeds_of(arm)[0] and (self.base_evals is None or arm.slug in self.base_evals)
+        return [*self.train_args, *arm.flags, "--seed", str(seed), "--run_name", run_name(arm, seed),
+                *([] if base else ["--no_base_eval"]), "--quiet"]
+
+    def seeds_of(self, arm):
+        return arm.seeds or self.seeds
+
+    def runs(self):
+        """[(arm, seed)] of every run, seed by seed (a comparison cut short has every arm for its first seeds)."""
+        return [(arm, seed) for seed in sorted({s for arm in self.arms for s in self.seeds_of(arm)})
+                for arm in self.arms if seed in self.seeds_of(arm)]
+
+
+def run_name(arm, seed):
+    return f"{arm.slug}-s{seed}"
+
+
+KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
+        "arms": list, "dir": str}
+ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
+
+
+def read_config(path):
+    """A configuration file (JSON; docs/compare.md) as the comparison it describes. "dir" (of the file or of an arm)
+    is where --report reads the runs, relative to the repository root. A mistake raises UsageError naming the file."""
+    import train
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--config {path}: {e.strerror}")
+    except ValueError as e:
+        raise UsageError(f"--config {path}: not a JSON file ({e})")
+
+    def checked(d, keys, where, needed):
+        if not isinstance(d, dict):
+            raise UsageError(f"--config {path}: {where} is not an object")
+        for key in sorted(set(d) - set(keys)) + [k for k in needed if k not in d]:
+            raise UsageError(f"--config {path}: {where}: " + (f"unknown key {key!r} (keys: {', '.join(keys)})"
+                                                              if key not in keys else f"no {key!r}"))
+        for key, kind in keys.items():
+            if key in d and not isinstance(d[key], kind) or key in ("seeds", "flags", "task_opt") and not all(
+                    isinstance(x, int if key == "seeds" else str) for x in d.get(key, [])):
+                raise UsageError(f"--config {path}: {where}: {key!r} is not {kind.__name__}"
+                                 + (" of " + ("integers" if key == "seeds" else "strings") if kind is list else ""))
+        return d
+    checked(c, KEYS, "the file", ("task", "seeds", "arms"))
+    if len(set(c["seeds"])) < 2:
+        raise UsageError(f"--config {path}: a comparison over runs needs at least two seeds, got {c['seeds']}")
+    arms = []
+    for i, a in enumerate(c["arms"]):
+        a = checked(a, ARM_KEYS, f"arm {i}", ("label", "slug", "flags"))
+        try:
+            given = given_flags(train.get_parser(), a["flags"])
+        except UsageError as e:
+            raise UsageError(f"--config {path}: arm {a['label']!r}: {e}")
+        if "algo" not in given or set(given) & set(OWNED[1:]) or not re.fullmatch(r"[\w.-]+", a["slug"]):
+            raise UsageError(f"--config {path}: arm {a['label']!r} needs --algo, a slug of letters, digits, '_', '.' "
+                             f"or '-', and none of --{', --'.join(OWNED[1:])}")
+        arms.append(Arm(a["label"], a["slug"], tuple(a["flags"]), tuple(a.get("seeds", ())) or None,
+                        a.get("dir") and os.path.join(ROOT, a["dir"])))
+    if len(arms) < 2 or len({a.label for a in arms}) < len(arms) or len({a.slug for a in arms}) < len(arms):
+        raise UsageError(f"--config {path}: a comparison needs two arms or more, with different labels and slugs")
+    train_args = shared_args(c)
+    try:
+        owned = [k for k in OWNED if k in given_flags(train.get_parser(), train_args)]
+    except UsageError as e:
+        raise UsageError(f"--config {path}: {e}")
+    if owned:
+        raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
+    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]))
+
+
+def shared_args(c):
+    """The train.py flags every run of a configuration (as its file has it) shares: the task and its options, the
+    RL steps, the evaluation interval and the flags."""
+    return ["--task", c["task"], *[a for o in c.get("task_opt", []) for a in ("--task_opt", o)],
+            *[a for key in ("steps", "eval_every") if key in c for a in (f"--{key}", str(c[key]))], *c.get("flags", [])]
 
 
 def one_thread():
     import torch
     torch.set_num_threads(1)
-
-
-class InProcess:
-    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
-    def submit(self, fn, *args):
-        future = cf.Future()
-        try:
-            future.set_result(fn(*args))
-        except Exception as e:   # as a worker would report it
-            future.set_exception(e)
-        return future
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def base_file(argv, out_dir):

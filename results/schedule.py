@@ -1,12 +1,45 @@
 """
 Running a queue of jobs, shared by results/reproduce.py and results/compare.py: jobs start in order once the files
-they need exist, and a run never starts while a running job trains the warm start it needs.
+they need exist, and a run never starts while a running job trains the warm start it needs; in worker processes
+with one torch thread each, or in this process (the tests).
 """
 import concurrent.futures as cf
+import multiprocessing
 import os
 import shutil
 
-from results.jobs import cache_key
+from results.jobs import base_file, cache_key, one_thread, one_thread_env
+
+
+class InProcess:
+    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
+    def submit(self, fn, *args):
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:   # as a worker would report it
+            future.set_exception(e)
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def train_entry(job, argv, runs, log):
+    """The queue entry of one run: job(argv, runs, log) -> exit code (results.jobs.train_job: train.py with
+    --out_dir runs), from the warm start train.py resolves for it."""
+    return {"fn": job, "args": (argv, runs, log), "base": base_file(argv, runs)}
+
+
+def run_pool(queue, slots, started, ended, poll, one=True, in_process=False):
+    """run_queue in `slots` spawned worker processes, with one torch thread each where `one`, or in_process: in this
+    process, one job after another. -> the jobs that could never start."""
+    with one_thread_env(one), InProcess() if in_process else cf.ProcessPoolExecutor(
+            slots, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread if one else None) as pool:
+        return run_queue(pool, queue, slots, started, ended, poll)
 
 
 def share_base(path, paths):
