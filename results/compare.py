@@ -35,10 +35,9 @@ import time
 
 import numpy as np
 
-from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, train_job
+from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
 from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
-from results.schedule import run_pool, train_entry
 from results.tables import paired, paired_rows, run_level, run_note, step_lines, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
@@ -170,11 +169,11 @@ def pending(setup, out):
 
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other). A run waits while another trains its warm start (results/schedule.py). job(argv, out_dir, log) ->
+    the other). A run waits while another trains its warm start (results/jobs.py). job(argv, out_dir, log) ->
     exit code: one run (default train_job). echo: one line per finished run. -> [(slug, seed)] of the runs that
     failed."""
     runs, logs, failed, t0 = os.path.join(out, "runs"), os.path.join(out, "logs"), [], time.perf_counter()
-    total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
+    total = len(setup.runs())
     os.makedirs(logs, exist_ok=True)
     queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed), runs,
                                                       os.path.join(logs, f"{run_name(arm, seed)}.log"))}
@@ -187,7 +186,7 @@ def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
         echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
              + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
                 f"{run_name(arm, seed)}.log") + f" ({total - left} of {total})")
-    run_pool(queue, jobs, lambda j: None, ended, poll=1, in_process=in_process)
+    run_queue(queue, jobs, lambda j: None, ended, poll=1, in_process=in_process)
     return failed
 
 

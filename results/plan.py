@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from results.jobs import read_config, run_name, shared_args
 
+EXPERIMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments")   # the configurations of record
 KS = (1, 3, 6, 12, 24, 48)   # pooled best@k: from k = 1 (the whole-rollout definition from k = m = 3)
 
 
@@ -24,9 +25,9 @@ def record_group(name, **keys):
     """The plan group that trains the runs of an experiment of record, results/experiments/NAME.json (the file
     results.compare reads): its task, seeds, RL steps, evaluation interval and flags, and its runs directory under
     out/runs/ (the last part of its "dir"); keys: the group's own (arms, base_eval; report keys such as files)."""
-    c = read_json(os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments", f"{name}.json"))
-    return {"config": name, **{k: c[k] for k in ("task", "task_opt", "seeds", "steps", "eval_every", "flags") if k in c},
-            "dir": os.path.basename(c["dir"]), **keys}
+    c = read_json(os.path.join(EXPERIMENTS, f"{name}.json"))
+    shared = {k: c[k] for k in ("task", "task_opt", "seeds", "steps", "eval_every", "flags") if k in c}
+    return {"config": name, **shared, "dir": os.path.basename(c["dir"]), **keys}
 
 
 # the search of plan v2 (results/PLAN_CODE.md), and the quick plan's sizes of it
@@ -100,27 +101,22 @@ def code_problems(cfg, group, n):
 @functools.cache
 def configuration(name):
     """results/experiments/NAME.json as results.compare reads it (jobs.read_config)."""
-    return read_config(os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments", f"{name}.json"))
-
-
-def setup_of(cfg, group):
-    """The comparison a plan group trains: its configuration's arms that the group trains, with the group's seeds,
-    task, steps, evaluation interval and flags (then the plan's common flags), and its "base_eval"."""
-    g, setup = cfg[group], configuration(cfg[group]["config"])
-    arms = tuple(a for a in setup.arms if (a.slug in g["arms"] if "arms" in g else not a.dir))
-    return replace(setup, arms=arms, seeds=tuple(g["seeds"]), base_evals=g.get("base_eval"),
-                   train_args=tuple(shared_args({**g, "flags": g["flags"] + cfg.get("common", [])})))
+    return read_config(os.path.join(EXPERIMENTS, f"{name}.json"))
 
 
 def jobs_of(cfg):
     """Every training run of the plan, in the order they are started: group by group (GROUPS), each seed by seed
-    (results.compare's order: a reproduction cut short has the main arms for its first seeds), each run the one
-    python -m results.compare --config would make of the group's configuration.
+    (a reproduction cut short has the main arms for its first seeds), each run the one python -m results.compare
+    makes of the group's configuration with the group's arms, seeds, task, steps, evaluation interval and flags
+    (then the plan's common flags), and base_eval.
     -> list of dicts: group, label, slug, seed, task, argv, name, dir (under out/runs),
     units (the search whose units train the group's runs, results/search_jobs.py; else None)."""
     jobs = []
     for group in [g for g in GROUPS if g in cfg]:
-        g, setup = cfg[group], setup_of(cfg, group)
+        g, setup = cfg[group], configuration(cfg[group]["config"])
+        setup = replace(setup, arms=tuple(a for a in setup.arms if (a.slug in g["arms"] if "arms" in g else not a.dir)),
+                        seeds=tuple(g["seeds"]), base_evals=g.get("base_eval"),
+                        train_args=tuple(shared_args({**g, "flags": g["flags"] + cfg.get("common", [])})))
         jobs += [{"group": group, "label": arm.label, "slug": arm.slug, "seed": seed, "task": g["task"],
                   "argv": setup.argv(arm, seed), "name": run_name(arm, seed), "dir": g["dir"], "units": g.get("units")}
                  for arm, seed in setup.runs()]

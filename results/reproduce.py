@@ -8,18 +8,17 @@ arm, seed and evaluation, then the tables and figures.
     python -m results.reproduce --part code # only the code comparison and its search (results/PLAN_CODE.md)
     python -m results.reproduce --part review  # equal compute, ablations, coverage, geometry (results/PLAN_REVIEW.md)
 
-Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is there), every answer in its own room
-(sample.AnswerBudget); the maze arms from the default `routes` warm start:
-  main       GRPO and VPO, 3 RL seeds, trained long enough for GRPO to narrow (1000 steps), evaluated at 4 points
-             along training on the same held-out mazes, weights kept at those evaluations.
-  baselines  Max@k (the paper's strongest scalar baseline) and Multi-RLVR (VPO's answer format, scalar reward),
-             seed 0 first, then seeds 1 and 2.
-  code       the code task, plan v2 (results/PLAN_CODE.md): GRPO, matched GRPO (VPO's answers per prompt),
-             Multi-RLVR and VPO, 3 seeds, 500 steps, under runs/code-v2/; then the search stage
-             (results/search_jobs.py): the final GRPO, matched-GRPO and VPO weights screened for the held-out
-             problems none solves, evolutionary search and plain sampling from each with the same budget.
-             (v1's code runs, superseded, stay committed under runs/code/; results/superseded/code_v1.md keeps
-             their tables.)
+Each group of results/plan.py trains the arms of a configuration of record (results/experiments/NAME.json, whose
+"about" says what they compare), every run the one `python -m results.compare --config` makes of it (the plan says
+which first runs evaluate the base); the maze arms from the default `routes` warm start, every answer in its own
+room (sample.AnswerBudget):
+  main, baselines  maze v3: GRPO and VPO seed by seed first, then Max@k (the paper's strongest scalar baseline)
+             and Multi-RLVR (VPO's answer format, scalar reward); 1000 RL steps, long enough for GRPO to narrow,
+             evaluated at 4 points on the same held-out mazes, weights kept at those evaluations.
+  code       code v2 (results/PLAN_CODE.md), then the search stage (results/search_jobs.py): the final GRPO,
+             matched-GRPO and VPO weights screened for the held-out problems none solves, evolutionary search and
+             plain sampling from each with the same budget. (v1's code runs, superseded, stay committed under
+             runs/code/; results/superseded/code_v1.md keeps their tables.)
 
 Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/DIR/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
@@ -33,9 +32,8 @@ import sys
 import time
 
 from results import review_jobs, search_jobs
-from results.jobs import base_file, train_job
+from results.jobs import base_file, run_queue, train_entry, train_job
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
-from results.schedule import run_pool, train_entry
 
 
 def run_all(cfg, out, jobs=2, report=None, groups=None):
@@ -68,7 +66,7 @@ def finished(cfg, out, job):
 
 
 def run_jobs(out, search, train, jobs, report=None):
-    """Run the search and read-back jobs, then the training runs (results/schedule.py's queue entries), `jobs` at a
+    """Run the search and read-back jobs, then the training runs (queue entries of results/jobs.py), `jobs` at a
     time in worker processes (one torch thread each when jobs > 1). A job that ends a result goes first, so that a
     stop leaves it committed. One line per start and end; report() after each end. -> the names of the jobs that
     failed."""
@@ -89,7 +87,7 @@ def run_jobs(out, search, train, jobs, report=None):
         started = time.time()
         if report:
             report()
-    stuck = run_pool(queue, jobs, lambda j: say("start", j), ended, poll=10, one=jobs > 1)
+    stuck = run_queue(queue, jobs, lambda j: say("start", j), ended, poll=10, one=jobs > 1)
     if stuck:  # nothing runs and nothing can start: what the search needs failed to appear
         missing = sorted({p for j in stuck for p in j["needs"] if not os.path.isfile(p)})
         print(f"cannot start {', '.join(j['name'] for j in stuck)}: missing {', '.join(missing)} (a clone holds no "

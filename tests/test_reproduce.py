@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from results import plan, report_code, reproduce, schedule, tables
+from results import plan, report_code, reproduce, tables
+from results.jobs import share_base
 from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -337,9 +338,9 @@ def test_share_base_copies_a_base_of_the_same_key_only(tmp_path):
     os.makedirs(os.path.dirname(a))
     with open(a, "w") as f:
         f.write("weights")
-    schedule.share_base(c, [a, b, c])
+    share_base(c, [a, b, c])
     assert not os.path.exists(c)                     # another key: never copied
-    schedule.share_base(b, [a, b, c])
+    share_base(b, [a, b, c])
     assert open(b).read() == "weights" and not os.path.exists(b + ".tmp")
 
 
