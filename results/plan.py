@@ -44,8 +44,9 @@ FULL = {
     # maze v3 (results/PLAN.md): GRPO and VPO, then the paper's two baselines
     "main": record_group("maze_v3", arms=GRPO_VPO, base_eval=GRPO_VPO),
     "baselines": record_group("maze_v3", arms=("max_at_k", "multi_rlvr"), base_eval=()),
-    # the code comparison, v2 (results/PLAN_CODE.md; files: the tag of its figures; answers: what its models write,
-    # cached; answer_problems: on how many problems)
+    # the code comparison, v2 (results/PLAN_CODE.md): GRPO, matched GRPO, Multi-RLVR and VPO, the default code base
+    # (files: the tag of its figures; answers: what its models write, cached; answer_problems: on how many problems;
+    # v1, superseded: results/superseded/code_v1.md)
     "code": record_group("code_v2", base_eval=GRPO_VPO, files="code_v2", answers="runs/code-v2/answers_code.json",
                          answer_problems=64),
     # evolutionary search from the final GRPO, matched-GRPO and VPO weights (results/search_jobs.py), in chunks of
@@ -59,7 +60,7 @@ FULL = {
     "code_rep": record_group("code_rep", base_eval=GRPO_VPO, files="code_v2_rep", units="search_rep"),
     "search_rep": {"group": "code_rep", **SEARCH, "hard": "runs/code-v2/search/hard.json"},
     # the reviewer's questions on the maze (results/PLAN_REVIEW.md): equal compute, the ablations, the sets' coverage
-    # (v3 rerun with its weights kept), the reward's geometry
+    # (v3 rerun with its weights kept: v3's arms labelled "GRPO (rerun)" and so on), the reward's geometry
     "matched": record_group("maze_matched", base_eval=()),
     "rerun": record_group("maze_rerun", base_eval=GRPO_VPO),
     "ablations": record_group("maze_ablations", base_eval=()),
