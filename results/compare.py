@@ -38,7 +38,7 @@ import numpy as np
 from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
 from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
-from results.tables import paired, paired_rows, run_level, run_note, step_lines, table
+from results.tables import RUN_HEADER, metric_lines, paired, paired_lines, run_level, run_note, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
@@ -212,9 +212,6 @@ def read_runs(setup, out, report=False):
 
 
 # ------------------------------------------------------------------------------------------------- report
-RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
-
-
 def verdict_lines(runs, first):
     """The headline: every other method against the first, pooled best@k at their last common step and largest k."""
     rows = []
@@ -281,16 +278,10 @@ def write_report(setup, out, command, started, failed=(), report=False):
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
-    for key, name in METRICS.items():
-        ks = sorted({int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"].get(key, {})})
-        if ks:
-            lines += step_lines(f"### {name}", runs, key, ks, bases)
+    lines += metric_lines(runs, bases, {key: f"### {name}" for key, name in METRICS.items()})
     lines += [f"## Paired differences against {first}", ""]
     for b, key in [(a.label, key) for a in setup.arms[1:] if first in runs and a.label in runs for key in PAIRED]:
-        seeds, rows = paired_rows(runs, b, first, key)
-        if rows:
-            lines += [f"### {b} − {first}, {METRICS[key]}", ""] + table(
-                ["step", "k"] + [f"seed {s}" for s in seeds] + RUN_HEADER, rows) + [""]
+        lines += paired_lines(runs, b, first, key, f"### {b} − {first}, {METRICS[key]}")
     lines += ["## Figures", "", "Each faint line is one run; the bold line is the mean over runs.", "",
               "![pooled best@k against k](best_at_k.png) ![pooled best@k along training](over_training.png)", ""]
     os.makedirs(out, exist_ok=True)

@@ -39,22 +39,21 @@ def _dims(metrics):
     return metrics.get("dimensions_seen") or metrics.get("dimensions")
 
 
-def geometry_points(cfg, out):
-    """The geometry sweep's points: [{label, d: {k: [per seed]}, policy: [dims per seed], base: dims or None}],
-    ρ = 0 (the rerun of v3's VPO) first, each against the rerun's GRPO of the same seed (results/PLAN_REVIEW.md,
-    amendment); [] before the rerun's GRPO and VPO and a geometry run have finished."""
-    geometry = finished_runs(cfg, out, "geometry") if "geometry" in cfg else {}
-    rerun = finished_runs(cfg, out, "rerun") if "rerun" in cfg else {}
-    if not geometry or "GRPO (rerun)" not in rerun or "VPO (rerun)" not in rerun:
+def geometry_points(runs, step):
+    """The geometry sweep's points from the runs of results/experiments/maze_geometry.json ({label: [run]}): [{label,
+    d: {k: [per seed]}, policy: [dims per seed], base: dims or None}], ρ = 0 (the rerun of v3's VPO) first, each VPO
+    arm against the rerun's GRPO of the same seed at the step (results/PLAN_REVIEW.md, amendment); [] before the
+    rerun's GRPO and VPO and a geometry run have finished."""
+    if len(runs) < 3 or "GRPO (rerun)" not in runs or "VPO (rerun)" not in runs:
         return []
-    step = cfg["geometry"]["steps"]
     points = []
-    for label, rs in [("VPO (rerun, ρ = 0)", rerun["VPO (rerun)"])] + list(geometry.items()):
-        base = next((r["summary"]["base_metrics"] for r in rs if r["summary"].get("base_metrics")), None)
-        d = paired({"VPO": rs, "GRPO": rerun["GRPO (rerun)"]}, "VPO", "GRPO", "pooled_best@k", KS, step)[1]
-        points.append({"label": label, "d": d,
-                       "policy": [_dims(at_step(r, step)) for r in rs if _dims(at_step(r, step))],
-                       "base": _dims(base)})
+    for label, rs in runs.items():
+        if label != "GRPO (rerun)":
+            base = next((r["summary"]["base_metrics"] for r in rs if r["summary"].get("base_metrics")), None)
+            points.append({"label": "VPO (rerun, ρ = 0)" if label == "VPO (rerun)" else label,
+                           "d": paired(runs, label, "GRPO (rerun)", "pooled_best@k", KS, step)[1],
+                           "policy": [_dims(at_step(r, step)) for r in rs if _dims(at_step(r, step))],
+                           "base": _dims(base)})
     return points
 
 

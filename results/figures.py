@@ -1,8 +1,9 @@
 """
-The figures of the reproduction (report.py writes the tables): best@k against k at each evaluation step, best@k
-and diversity during training, training curves, the answers' reward vectors, the route figure (the same held-out
-mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end of training), and the pilot's
-answer-room figure (VPO's written slots and answer length before and after every answer got its own room).
+The figures of the reproduction (report.py writes the tables): best@k against k at each evaluation step, training
+curves, compare.md's two figures for each maze experiment of record (compare_figures), the answers' reward vectors,
+the route figure (the same held-out mazes with GRPO's and VPO's answers drawn as routes at the start, middle and end
+of training), and the pilot's answer-room figure (VPO's written slots and answer length before and after every
+answer got its own room).
 """
 import json
 import os
@@ -10,7 +11,7 @@ import os
 import numpy as np
 
 from results.dimensions import code_point, geometry_points
-from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, compute_at, eval_steps, finished_runs, value
+from results.plan import CODE_PLANS, KS, at_step, base_metrics, code_task, eval_steps, finished_runs, value
 from runs.plots import plot_scatter, plt, read_jsonl, smooth
 from tasks import get_task
 
@@ -33,18 +34,18 @@ def _label(ax, title, xlabel):
     ax.grid(alpha=0.3)
 
 
-def _mean_std(rows):
-    rows = np.asarray(rows, dtype=float)
-    return rows.mean(axis=0), rows.std(axis=0)
+TRAINING = (("deploy_reward", "deployment reward w*ᵀr of sampled answers"),
+            ("set_reward", "set reward E_w max wᵀr"), ("diversity", "reward-space diversity of a group"),
+            ("kl", "KL to the base (k3)"),
+            ("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer"))
 
 
-def training_figure(runs, path, suptitle):
-    """Training curves from log.jsonl, mean over seeds, 10-step moving average."""
-    keys = [("deploy_reward", "deployment reward w*ᵀr of sampled answers"),
-            ("set_reward", "set reward E_w max wᵀr"),
-            ("diversity", "reward-space diversity of a group"), ("kl", "KL to the base (k3)"),
-            ("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer")]
-    fig, axes = plt.subplots(2, (len(keys) + 1) // 2, figsize=(4.4 * ((len(keys) + 1) // 2), 7.2))
+def training_figure(runs, path, suptitle, keys=TRAINING):
+    """Training curves from log.jsonl, mean over seeds, 10-step moving average: one panel per (key, title), in one
+    row up to three panels, else in two."""
+    rows = 1 if len(keys) <= 3 else 2
+    fig, axes = plt.subplots(rows, -(-len(keys) // rows), figsize=(4.4 * -(-len(keys) // rows), 3.6 * rows),
+                             squeeze=False)
     axes = axes.flatten()
     for ax, (key, name) in zip(axes, keys):
         for i, (label, rs) in enumerate(runs.items()):
@@ -54,28 +55,6 @@ def training_figure(runs, path, suptitle):
             y = np.mean([[row[key] for row in r["log"][:n]] for r in rs], axis=0)
             ax.plot(np.arange(1, n + 1), smooth(y), color=f"C{i}", label=label)
         _label(ax, name, "RL step")
-    _save(fig, axes[0], path, suptitle)
-
-
-def over_training_figure(runs, bases, path, suptitle):
-    """Pooled best@3, pooled best@48 and diversity of the held-out answers at every evaluation, step 0 = base."""
-    panels = [("pooled_best@k", 3, "pooled best@3"), ("pooled_best@k", 48, "pooled best@48"),
-              ("diversity", None, "diversity of the held-out answers")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8))
-    for ax, (key, k, title) in zip(axes, panels):
-        for i, (label, rs) in enumerate(runs.items()):
-            base = bases.get(rs[0]["summary"]["metrics"]["m"])
-            steps = eval_steps(rs)
-            get = (lambda m: value(m, key, k)) if k else (lambda m: m[key])
-            rows = [[get(at_step(r, s)) for s in steps] for r in rs if all(at_step(r, s) for s in steps)]
-            if not rows:
-                continue
-            mu, sd = _mean_std(rows)
-            xs = ([0] if base else []) + steps
-            mu = ([get(base)] if base else []) + list(mu)
-            sd = ([0.0] if base else []) + list(sd)
-            ax.errorbar(xs, mu, yerr=sd, marker="o", capsize=2, color=f"C{i}", label=label)
-        _label(ax, title, "RL step (0 = warm start)")
     _save(fig, axes[0], path, suptitle)
 
 
@@ -229,7 +208,8 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
             if not ms:
                 continue
             ks = [k for k in KS if value(ms[0], key, k) is not None]
-            mu, sd = _mean_std([[value(m, key, k) for k in ks] for m in ms])
+            ys = np.array([[value(m, key, k) for k in ks] for m in ms], dtype=float)
+            mu, sd = ys.mean(axis=0), ys.std(axis=0)
             ax.plot(ks, mu, marker="o", color=f"C{i}", label=f"{label} ({len(ms)})")
             ax.fill_between(ks, mu - sd, mu + sd, color=f"C{i}", alpha=0.15)
         for style, m in ((":", 1), ("--", 3)):
@@ -242,49 +222,6 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
     axes[0][0].set_ylabel({"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)",
                            "pass@k": "pass@k (whole rollouts)", "pooled_pass@k": "pooled pass@k"}.get(key, key))
     _save(fig, axes[0][0], path, suptitle)
-
-
-def machines(rs):
-    """The machines of runs, short ("Intel Xeon Processor"), as their summary.json records them; v3's runs do not."""
-    names = {(r["summary"].get("machine") or "v3's machine").split(",")[0].replace("(R)", "") for r in rs}
-    return "; ".join(sorted(names))
-
-
-def compute_figure(runs, bases, path, suptitle, ks=(3, 12, 48), key="pooled_best@k"):
-    """Pooled best@k at every evaluation against what it cost: tokens generated (top) and training seconds
-    (bottom) up to that step (plan.compute_at), one line per arm (mean over seeds), the base at 0. The legend names
-    each arm's machines: seconds compare only within one."""
-    fig, axes = plt.subplots(2, len(ks), figsize=(4.2 * len(ks), 7.0), squeeze=False, sharey="col")
-    for col, k in enumerate(ks):
-        for row, (index, unit) in enumerate(((0, "tokens generated (millions)"), (1, "training seconds"))):
-            ax = axes[row][col]
-            for i, (label, rs) in enumerate(runs.items()):
-                base = bases.get(rs[0]["summary"]["metrics"]["m"])
-                points = [(0.0, value(base, key, k))] if base and value(base, key, k) is not None else []
-                for step in eval_steps(rs):
-                    ms = [(compute_at(r, step)[index], value(at_step(r, step), key, k)) for r in rs if at_step(r, step)]
-                    if ms:
-                        points.append((float(np.mean([x for x, _ in ms])), float(np.mean([y for _, y in ms]))))
-                if points:
-                    x, y = zip(*points)
-                    x = np.array(x) / (1e6 if index == 0 else 1.0)
-                    ax.plot(x, y, marker="o", color=f"C{i}", label=f"{label} ({len(rs)}; {machines(rs)})")
-            _label(ax, f"pooled best@{k}", unit)
-    _save(fig, axes[0][0], path, suptitle)
-
-
-def answer_room_figure(logs, path, suptitle):
-    """Written answer slots and mean answer length per RL step (10-step moving average), one line per log:
-    VPO before and after every answer got its own room."""
-    panels = [("written_rate", "non-empty answer slots / slots"), ("answer_tokens", "tokens per written answer")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8))
-    for ax, (key, name) in zip(axes, panels):
-        for i, (label, log) in enumerate(logs.items()):
-            ys = [row[key] for row in log if key in row]
-            if ys:
-                ax.plot(np.arange(1, len(ys) + 1), smooth(np.asarray(ys)), color=f"C{i}", label=label)
-        _label(ax, name, "RL step")
-    _save(fig, axes[0], path, suptitle)
 
 
 def search_figure(found, budgets, path, suptitle, colours=None):
@@ -337,48 +274,42 @@ def code_figures(cfg, out, group, key):
     return names
 
 
-def write_figures(cfg, out, runs):
-    """Every figure results.md links (and the README shows). -> their file names."""
-    names = []
+def write_figures(cfg, out, records):
+    """Every figure results.md links (and the README shows). records: the maze's experiments of record
+    (report_review.maze_records), each drawn by compare_figures as best_at_k_NAME.png and over_training_NAME.png.
+    -> their file names."""
+    names, runs = [], records.get("maze_v3", {})
     if runs:
-        bases = base_metrics(runs)
-        steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_maze.png"),
+        steps_figure(runs, base_metrics(runs), os.path.join(out, "best_at_k_steps_maze.png"),
                      "maze: pooled best@k at each evaluation step (held-out mazes, mean ± std over seeds)")
-        steps_figure(runs, bases, os.path.join(out, "best_at_k_steps_rollouts_maze.png"),
-                     "maze: whole-rollout best@k at each evaluation step", key="best@k")
-        over_training_figure(runs, bases, os.path.join(out, "over_training_maze.png"),
-                             "maze: held-out evaluation during training (mean ± std over seeds)")
         training_figure(runs, os.path.join(out, "training_maze.png"), "maze: training curves (mean over seeds)")
-        names += ["best_at_k_steps_maze.png", "best_at_k_steps_rollouts_maze.png", "over_training_maze.png",
-                  "training_maze.png"]
-        costed = {**runs, **finished_runs(cfg, out, "matched")} if "matched" in cfg else runs
-        compute_figure(costed, bases, os.path.join(out, "compute_maze.png"),
-                       "maze: held-out pooled best@k against tokens generated and training seconds (mean over seeds)")
-        names.append("compute_maze.png")
-        pools = {label: rs[0]["summary"]["pools"] for label, rs in runs.items() if label in ("GRPO", "VPO")}
-        if len(pools) == 2:
-            plot_scatter(pools, get_task("maze"), os.path.join(out, "scatter_maze.png"),
-                         "maze: answers of GRPO vs VPO (seed 0, end of training) on held-out mazes")
-            names.append("scatter_maze.png")
-        main = {label: rs for label, rs in runs.items() if label in ("GRPO", "VPO")}
-        data = route_answers(cfg, out, main)
-        if data:
-            routes_figure(data, os.path.join(out, "routes_maze.png"))
-            names.append("routes_maze.png")
+        names += ["best_at_k_steps_maze.png", "training_maze.png"]
+    bases = base_metrics(records.get("maze_rerun", runs))   # the review's records start from the rerun's base
+    for name, rs in records.items():
+        names += compare_figures(rs, base_metrics(rs) if name == "maze_v3" else bases, out,
+                                 f"{name}: {', '.join(rs)}", tag=f"_{name}")
+    pools = {label: rs[0]["summary"]["pools"] for label, rs in runs.items() if label in ("GRPO", "VPO")}
+    if len(pools) == 2:
+        plot_scatter(pools, get_task("maze"), os.path.join(out, "scatter_maze.png"),
+                     "maze: answers of GRPO vs VPO (seed 0, end of training) on held-out mazes")
+        names.append("scatter_maze.png")
+    data = route_answers(cfg, out, runs) if runs else None
+    if data:
+        routes_figure(data, os.path.join(out, "routes_maze.png"))
+        names.append("routes_maze.png")
     for group, key in CODE_PLANS:
         names += code_figures(cfg, out, group, key)
-    points = geometry_points(cfg, out)
+    points = geometry_points(records.get("maze_geometry", {}), cfg["geometry"]["steps"]) if "geometry" in cfg else []
     if points:
         dimensions_figure(points, code_point(cfg, out), os.path.join(out, "dimensions_maze.png"),
                           "VPO's lead over GRPO against the reward dimensions it sees (maze geometries; code)")
         names.append("dimensions_maze.png")
-    pilot = os.path.join(out, "pilot")
-    logs = {label: read_jsonl(os.path.join(pilot, name, "log.jsonl")) for label, name in
+    logs = {label: [{"log": read_jsonl(os.path.join(out, "pilot", name, "log.jsonl"))}] for label, name in
             (("VPO, one shared budget (v2)", "vpo-before"), ("VPO, every answer its own room", "vpo-after"))
-            if os.path.isfile(os.path.join(pilot, name, "log.jsonl"))}
+            if os.path.isfile(os.path.join(out, "pilot", name, "log.jsonl"))}
     if logs:
-        answer_room_figure(logs, os.path.join(out, "answer_room_maze.png"),
-                           "maze, VPO (pilot seed 99): answer slots written and their length")
+        training_figure(logs, os.path.join(out, "answer_room_maze.png"), "maze, VPO (pilot seed 99): answer slots "
+                        "written and their length", keys=TRAINING[4:])
         names.append("answer_room_maze.png")
     return names
 
@@ -403,9 +334,10 @@ def dimensions_figure(points, code, path, suptitle, k=48):
     _save(fig, axes[0][0], path, suptitle)
 
 
-def compare_figures(runs, bases, out, title, key="pooled_best@k"):
+def compare_figures(runs, bases, out, title, key="pooled_best@k", tag=""):
     """best_at_k.png: pooled best@k against k at the last step; over_training.png: pooled best@k at the largest k
-    along training (step 0: the warm start), for results/compare.py. Each run a faint line, the mean bold."""
+    along training (step 0: the warm start), for results/compare.py (and for results.md, with the tag before .png).
+    Each run a faint line, the mean bold. -> the file names."""
     largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][key])
     for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
         fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -429,7 +361,8 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k"):
             ax.set_xticks(xs, [str(k) for k in xs])
         _label(ax, f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
                                  f"pooled best@{largest} along training"), xlabel)
-        _save(fig, ax, os.path.join(out, f"{name}.png"))
+        _save(fig, ax, os.path.join(out, f"{name}{tag}.png"))
+    return [f"best_at_k{tag}.png", f"over_training{tag}.png"]
 
 
 def strip_figure(counts, budgets, path, title):

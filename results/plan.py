@@ -21,11 +21,16 @@ def read_json(path):
         return json.load(f)
 
 
+def experiment(name):
+    """The experiment of record results/experiments/NAME.json, as its file has it (results.compare reads it)."""
+    return read_json(os.path.join(EXPERIMENTS, f"{name}.json"))
+
+
 def record_group(name, **keys):
     """The plan group that trains the runs of an experiment of record, results/experiments/NAME.json (the file
     results.compare reads): its task, seeds, RL steps, evaluation interval and flags, and its runs directory under
     out/runs/ (the last part of its "dir"); keys: the group's own (arms, base_eval; report keys such as files)."""
-    c = read_json(os.path.join(EXPERIMENTS, f"{name}.json"))
+    c = experiment(name)
     shared = {k: c[k] for k in ("task", "task_opt", "seeds", "steps", "eval_every", "flags") if k in c}
     return {"config": name, **shared, "dir": os.path.basename(c["dir"]), **keys}
 

@@ -7,15 +7,22 @@ committed files. No table is written before the experiment is stopped, never fro
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
 
 After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs,
-Holm), every pair at every budget as a description, search against sampling, early stopping, and the problems only
-one arm solves.
+Holm) and the verdict beside the paper's claim, every pair at every budget as a description, search against
+sampling, early stopping with GRPO's validation curve, the problems only one arm solves, the pools on the hard set,
+the training evaluations, and each arm's machines and seconds. results/report.py puts it in results.md
+(claim_section).
 """
 import argparse
+import collections
 import json
 import os
 import sys
 
+import numpy as np
+
+from results.plan import read_run, value
 from results.search_claim import PLAN, QUICK_CLAIM, ROOT, STOPPED, read_json, stamp, unit_done, units, write_json
+from results.tables import first_metrics, step_lines, table
 from runs.cli import Parser, UsageError
 
 NAMES = {"grpo": "GRPO", "grpo_early": "early-stopped GRPO", "vpo": "VPO", "multi_rlvr_max": "Multi-RLVR with the max",
@@ -30,14 +37,15 @@ def complete_seeds(claim, rec):
 
 
 def read_block(claim, rec, seeds):
-    """{kind: {arm: {seed: the search file}}} for the complete seeds; the early-stopped arm reads the final weights'
-    files where t* is the last step. And {seed: the validation file}."""
-    found, validation = {"evolve": {}, "sample": {}}, {}
+    """{kind: {arm: {seed: the search file, or the pool (kind "pool"; the warm start has none here)}}} for the
+    complete seeds; the early-stopped arm reads the final weights' files where t* is the last step. And {seed: the
+    validation file}."""
+    found, validation = {"evolve": {}, "sample": {}, "pool": {}}, {}
     for seed in seeds:
         v = read_json(os.path.join(rec, f"validate-{claim.early}-s{seed}.json"))
         validation[seed] = v
         for kind in found:
-            for arm in (*claim.arms, "base", f"{claim.early}_early"):
+            for arm in (*claim.arms, f"{claim.early}_early", *(("base",) if kind != "pool" else ())):
                 name = claim.early if arm.endswith("_early") and v["t_star"] == v["last"] else arm
                 found[kind].setdefault(arm, {})[seed] = read_json(os.path.join(rec, f"{kind}-{name}-s{seed}.json"))
     return found, validation
@@ -75,10 +83,7 @@ def v2_departures(claim, rec, root=ROOT):
 def report(claim, rec):
     """The experiment's section of results.md, as markdown lines: only once the experiment is stopped (stopped.json
     in its block); before that, how many units are done and nothing else."""
-    import numpy as np
-
     from results.runstats import describe, detectable_difference, label_comparison, paired_comparison
-    from results.tables import table
     from search import holm
     done = sum(unit_done(claim, rec, *u) for u in units(claim))
     same = v2_departures(claim, rec)
@@ -117,12 +122,15 @@ def report(claim, rec):
         cs = [label_comparison(list(per_run(found, "evolve", a, top).values()),
                                list(per_run(found, "evolve", b, top).values()), NAMES[a], NAMES[b]) for a, b in pairs]
         rejected = holm([c.p for c in cs])
+        readings = [c.reading if r or c.reading.startswith(("not", "too")) else "not separated (Holm)"
+                    for c, r in zip(cs, rejected)]
         lines += [f"**{title}**, search at {top} answers, problems per run (label test over runs, Holm over "
                   f"{len(pairs)}):", ""]
         lines += table(["pair", "difference [95% interval], exact p", "Holm", "reading"],
-                       [[f"{c.a} − {c.b}", describe(c, 1), "rejects" if r else "does not reject",
-                         c.reading if r or c.reading.startswith(("not", "too")) else "not separated (Holm)"]
-                        for c, r in zip(cs, rejected)], note=None) + [""]
+                       [[f"{c.a} − {c.b}", describe(c, 1), "rejects" if r else "does not reject", reading]
+                        for c, r, reading in zip(cs, rejected, readings)], note=None) + [""]
+        if pairs == DECIDING:
+            lines += [verdict_line(claim, seeds, [f"{c.a} − {c.b}: {r}" for c, r in zip(cs, readings)]), ""]
     # descriptive: every pair at every budget, search and sampling; search − sampling per arm
     rows = []
     for kind in ("evolve", "sample"):
@@ -143,13 +151,113 @@ def report(claim, rec):
                               per_run(found, "evolve", claim.early, top))
     lines += [f"**Early stopping.** t* per run: {', '.join(map(str, t_stars))}. Early-stopped GRPO − GRPO at {top} "
               f"answers, paired by run: {describe(early, 1)}.", ""]
+    lines += validation_lines(claim, validation, seeds)
     # solved by some run of one arm and by no run of the other
     union = {a: set().union(*(solved(r, top) for r in found["evolve"][a].values())) for a in arms}
     lines += ["**Solved by some run of one arm and by no run of the other** (search, a description):", ""]
     lines += table(["pair", "only the first", "only the second", "both"],
                    [[f"{NAMES[a]} − {NAMES[b]}", str(len(union[a] - union[b])), str(len(union[b] - union[a])),
-                     str(len(union[a] & union[b]))] for a, b in DECIDING + SECONDARY], note=None)
-    return lines
+                     str(len(union[a] & union[b]))] for a, b in DECIDING + SECONDARY], note=None) + [""]
+    runs = {NAMES[a]: [read_run(os.path.join(rec, f"{a}-s{s}"), s, a) for s in seeds] for a in claim.arms}
+    return lines + pool_lines(claim, found, seeds) + training_lines(claim, runs) + record_lines(claim, found, runs)
+
+
+PAPER = ("The paper's claim: with OpenEvolve on the 32 hardest held-out problems, VPO checkpoints solve problems GRPO "
+         "checkpoints never do ([docs/paper.md](../docs/paper.md)).")
+
+
+def verdict_line(claim, seeds, readings):
+    """The verdict as measured (the deciding pairs' readings after Holm), beside the paper's claim; no verdict with
+    fewer complete seeds than the plan's least."""
+    if len(seeds) < claim.min_seeds:
+        return f"**No verdict**: {len(seeds)} complete seeds, fewer than the plan's {claim.min_seeds}. {PAPER}"
+    return f"**The verdict**, as measured: {'; '.join(readings)}. {PAPER}"
+
+
+def validation_lines(claim, validation, seeds):
+    """GRPO's validation curve: per run, pooled pass_target@48 on the validation problems at each kept step; the
+    run's t* marked."""
+    steps = sorted({r["step"] for s in seeds for r in validation[s]["rows"]})
+
+    def cell(seed, step):
+        row = next((r for r in validation[seed]["rows"] if r["step"] == step), None)
+        return "-" if row is None else (f"{value(row, 'pooled_pass_target@k', claim.answers):.3f}"
+                                        + " (t*)" * (step == validation[seed]["t_star"]))
+    first, end = claim.validation
+    return [f"**GRPO's validation curve**: pooled pass_target@{claim.answers} on the {end - first} validation "
+            f"problems (test indices {first}-{end - 1}) at each kept step, per run; (t*) marks the run's t*.", ""] + \
+        table(["step", *(f"seed {s}" for s in seeds)], [[str(t), *(cell(s, t) for s in seeds)] for t in steps],
+              note=None) + [""]
+
+
+PILOT_POOLS = {1: "results/pilot/search/rescreen-base-m1-seed1.json",   # the warm start's pools, fresh streams
+               3: "results/pilot/search/rescreen-base-m3-seed1.json"}
+
+
+def with_target(pool, ids=None):
+    """How many problems of a pool (of ids only, where given) have an answer equal to the target."""
+    return sum(n > 0 for p, n in zip(pool["problems"], pool["solved_target_per_problem"]) if ids is None or p in ids)
+
+
+def fresh_base_pools(claim, root=ROOT):
+    """{m: the hard problems whose 48 answers from the warm start include the target}, from the pilot's pools with
+    fresh streams (seed 1), which the plan takes as the warm start's."""
+    ids = set(read_json(os.path.join(root, claim.hard))["unsolved"][:claim.problems])
+    return {m: with_target(read_json(os.path.join(root, path)), ids) for m, path in PILOT_POOLS.items()}
+
+
+def pool_lines(claim, found, seeds):
+    """The pools on the hard set: per run of each arm, the problems whose answers include the target."""
+    counts = {a: [with_target(found["pool"][a][s]) for s in seeds] for a in NAMES if a in found["pool"]}
+    base = fresh_base_pools(claim)
+    return [f"**The pools on the hard set**: problems of the {claim.problems} whose {claim.answers} answers (T = 0.7, "
+            "evaluate.py's streams, seed 0) include the target, each run in seed order, then the mean.", ""] + \
+        table(["arm", "per run", "mean"], [[NAMES[a], " ".join(map(str, c)), f"{np.mean(c):.1f}"]
+                                           for a, c in counts.items()], note=None) + \
+        ["", f"The warm start's pool with fresh streams (the pilot's, seed 1) includes the target on {base[1]} "
+         f"(m = 1) and {base[3]} (m = 3); with the screen's streams on none, by the hard set's choice.", ""]
+
+
+def training_lines(claim, runs):
+    """Per arm and evaluated step, the training evaluations' pooled pass_target@k, mean ± std over runs."""
+    return step_lines(f"**Training evaluations** at each evaluated step, on the {first_metrics(runs)['problems']} "
+                      f"training evaluation problems ({claim.answers} answers at T = 0.7): pooled pass_target@k; k = 1 "
+                      "is the fraction of answers equal to the target.", runs, "pooled_pass_target@k",
+                      (1, claim.answers), {})
+
+
+def record_lines(claim, found, runs):
+    """Per arm: the machines its searches ran on (runs each), its training seconds per run and its search and
+    sampling seconds per problem, the quantities of the plan's Budget."""
+    rows = []
+    for a in (a for a in NAMES if a in found["evolve"]):
+        machines = collections.Counter(r["machine"] for r in found["evolve"][a].values())
+        train = [r["summary"]["train_seconds"] for r in runs.get(NAMES[a], [])]
+        search = [(r["seconds"] + found["sample"][a][s]["seconds"]) / claim.problems
+                  for s, r in found["evolve"][a].items()]
+        rows.append([NAMES[a], "; ".join(f"{m} ({n})" for m, n in machines.items()),
+                     f"{np.mean(train):.0f}" if train else "-", f"{np.mean(search):.1f}"])
+    return ["**Machines and seconds** (a record, not a result), means over runs; the plan's Budget estimated them:",
+            ""] + table(["arm", "machine (runs)", "training s per run (its evaluations included)",
+                         "search + sampling s per problem"], rows, note=None) + [""]
+
+
+SECTION = "## Code: evolutionary search from each training run's weights (PLAN_SEARCH.md)"
+
+
+def claim_section(out, claim=PLAN):
+    """results.md's section (results/report.py), where out holds the experiment's block: before the stop a paragraph
+    that says it is running and counts nothing, so nothing in it goes stale; after the stop the report."""
+    rec = os.path.join(out, os.path.relpath(claim.record, "results"))
+    if not os.path.isfile(os.path.join(rec, "block.json")):
+        return []
+    lines = [SECTION, "", "Does evolutionary search from VPO's trained weights solve more of the warm start's "
+             "unsolved held-out code problems than search from GRPO's, per training run? The plan, committed before "
+             f"any run: [PLAN_SEARCH.md](PLAN_SEARCH.md). Its files are under {claim.record}/.", ""]
+    if not os.path.isfile(os.path.join(rec, STOPPED)):
+        return lines + ["The experiment is running. Its plan allows no table before it stops, so this section has "
+                        "none yet. `python -m results.report_claim` says how many of its units are done.", ""]
+    return lines + report(claim, rec) + [""]
 
 
 def strip(claim, rec, path):

@@ -1,36 +1,60 @@
 """
-The reviewer's section of results.md (results/PLAN_REVIEW.md), read back from whatever has finished: the rerun of
-v3 by v3's rule (the reference arms of every reading below, by the plan's amendment), VPO against matched GRPO at
-equal answers, at equal tokens and after early stopping, the ablations, what the final answers cover and whether
-VPO's slots specialize, and VPO under each reward geometry.
+The maze's experiments of record as results.md reads them, and the reviewer's section (results/PLAN_REVIEW.md):
+the rerun of v3 by v3's rule (the reference arms of every reading below, by the plan's amendment), VPO against
+matched GRPO at equal answers, at equal tokens and after early stopping, the ablations, what the final answers
+cover and whether VPO's slots specialize, and VPO under each reward geometry. Each record's tables are drawn by the
+functions that draw compare.md's (results/tables.py), with the plans' readings beside the run-level ones.
 """
 import os
 
 from results.dimensions import geometry_points, geometry_reading
-from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, finished_runs, read_json, value
+from results.plan import KS, at_step, base_metrics, compute_at, eval_steps, experiment, finished_runs, read_json, value
 from results.review_jobs import REVIEWED, read_review, stop_step
 from results.runstats import describe, paired_comparison, smallest_p
-from results.tables import (PAIRED_STD_NOTE, RUN_COLUMNS, STD_NOTE, paired_table, pm, run_level, run_note, step_lines,
-                            table, verdict)
+from results.tables import (PAIRED_STD_NOTE, PLAN_HEADER, STD_NOTE, metric_lines, paired_table, plan_cells, pm,
+                            run_level, run_note, table)
+
+RECORDS = ("maze_v3", "maze_rerun", "maze_matched", "maze_ablations", "maze_geometry")
+GROUPS = ("main", "baselines", "rerun", "matched", "ablations", "geometry")   # the plan groups that train them
+POOLED, THREE = "pooled_best@k", (3, 12, 48)
+AGAINST = (("GRPO", KS[1:]), ("Max@k", THREE), ("Multi-RLVR", THREE))   # VPO's paired tables in v3 and the rerun
 
 
-def review_section(cfg, out):
+def maze_records(cfg, out):
+    """{name: {label: [run, ...]}} of the maze's experiments of record (results/experiments/NAME.json) with finished
+    runs: each arm's runs by its label, every seed its plan group trained (so the geometry record's ρ = 0, the
+    rerun's VPO, is paired with all three of the rerun's GRPO seeds)."""
+    runs = {label: rs for g in GROUPS if g in cfg for label, rs in finished_runs(cfg, out, g).items()}
+    records = {name: {a["label"]: runs[a["label"]] for a in experiment(name)["arms"] if a["label"] in runs}
+               for name in RECORDS}
+    return {name: rs for name, rs in records.items() if rs}
+
+
+def record_lines(runs, captions, vpo, against, need, bases):
+    """A record's metrics along training as compare.md draws them (captions: {metric: caption}; the step 0 rows from
+    bases, {m: the base's evaluation}), then VPO's paired differences in pooled best@k against other arms (against:
+    [(label, ks)]) with the plan's reading."""
+    lines = metric_lines(runs, bases, captions)
+    for other, ks in against:
+        lines += paired_table(runs, vpo, other, POOLED, ks, "pooled best@k", need)
+    return lines
+
+
+def review_section(cfg, out, records):
     """results/PLAN_REVIEW.md's readings from whatever has finished: the rerun of v3 by v3's rule, VPO against
     matched GRPO, against random-weight GRPO and the other ablations, early-stopped GRPO, the coverage of every
     arm's final answers, and VPO under each reward geometry against the rerun's GRPO at step 750."""
-    groups = {g: finished_runs(cfg, out, g) for g in ("matched", "ablations", "geometry") if g in cfg}
-    ref = finished_runs(cfg, out, "rerun")   # the reference arms of every reading (PLAN_REVIEW.md, amendment)
-    if not ref and not any(groups.values()):
+    ref, matched = records.get("maze_rerun", {}), records.get("maze_matched", {})
+    ablations = records.get("maze_ablations", {})
+    if not any(name in records for name in RECORDS[1:]):
         return []
     lines = ["## The reviewer's questions (maze; [PLAN_REVIEW.md](PLAN_REVIEW.md))", ""]
-    need = len(cfg["rerun"]["seeds"])
-    bases = base_metrics(ref)
+    need, bases = len(cfg["rerun"]["seeds"]), base_metrics(ref)
     if ref:
-        lines += step_lines("The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's code, weights "
-                            "kept; a second realization, not v3's runs): pooled best@k at each evaluation step:", ref,
-                            "pooled_best@k", KS, bases)
-        for other, ks in (("GRPO", KS[1:]), ("Max@k", (3, 12, 48)), ("Multi-RLVR", (3, 12, 48))):
-            lines += paired_table(ref, "VPO (rerun)", f"{other} (rerun)", "pooled_best@k", ks, "pooled best@k", need)
+        lines += record_lines(ref, {POOLED: "The rerun of v3 (PLAN_REVIEW.md, amendment: v3's plan again on today's "
+                                      "code, weights kept; a second realization, not v3's runs): pooled best@k at "
+                                      "each evaluation step:"}, "VPO (rerun)",
+                              [(f"{b} (rerun)", ks) for b, ks in AGAINST], need, bases)
         compare = os.path.join(out, "runs", cfg["rerun"].get("dir", "maze"), "compare.json")
         if os.path.isfile(compare):
             first = read_json(compare)
@@ -38,70 +62,72 @@ def review_section(cfg, out):
                       "results/review_jobs.py): " + "; ".join(
                           f"{name}: " + ", ".join(f"{file} {'equal' if d == 'equal' else f'first differs at row {d[0]}'}"
                                                   for file, d in files.items()) for name, files in first.items()), ""]
-    both = {**ref, **groups.get("matched", {}), **groups.get("ablations", {})}
-    if groups.get("matched"):
-        lines += step_lines("Pooled best@k of GRPO with matched answers (24 rollouts of one answer) at each evaluation "
-                            "step:", groups["matched"], "pooled_best@k", KS, bases)
-        lines += paired_table(both, "VPO (rerun)", "matched GRPO", "pooled_best@k", KS[1:], "pooled best@k", need)
-        lines += equal_tokens_lines(both)
-        lines += machine_lines({**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}, both)
-    if groups.get("ablations"):
-        lines += step_lines("Pooled best@k of the ablations at each evaluation step:", groups["ablations"],
-                            "pooled_best@k", KS, bases)
-        lines += paired_table(both, "VPO (rerun)", "random-weight GRPO", "pooled_best@k", (3, 12, 48), "pooled best@k",
-                              need)
+    if "matched GRPO" in matched:
+        lines += record_lines(matched, {POOLED: "Pooled best@k of GRPO with matched answers (24 rollouts of one "
+                                          "answer) and of the rerun's VPO at each evaluation step:"}, "VPO (rerun)",
+                              [("matched GRPO", KS[1:])], need, bases)
+        lines += equal_tokens_lines({**ref, **matched})
+        lines += machine_lines(records.get("maze_v3", {}), {**ref, **matched, **ablations})
+    if "random-weight GRPO" in ablations:
+        lines += record_lines(ablations, {POOLED: "Pooled best@k of the ablations and of the rerun's VPO at each "
+                                            "evaluation step:"}, "VPO (rerun)", [("random-weight GRPO", THREE)], need,
+                              bases)
     rows, ds_of = [], {}
-    for name, seed, t, ds in early_stopped(cfg, out, ref, groups.get("matched", {})):
+    for name, seed, t, ds in early_stopped(cfg, out, {**ref, **matched}):
         rows.append([name, str(seed), str(t)] + [f"{d:+.3f}" for d in ds])
-        for k, d in zip((3, 12, 48), ds):
+        for k, d in zip(THREE, ds):
             ds_of.setdefault((name, k), []).append(d)
     if rows:
         lines += ["Early stopping: the step of highest pooled best@48 on the validation mazes (64-127), and the "
                   "rerun's VPO at step 1000 minus that GRPO on the 64 test mazes, pooled best@k:", ""]
         lines += table(["method", "seed", "stopped at", "VPO − it, k=3", "k=12", "k=48"], rows) + [""]
         lines += ["The plan's reading of VPO at step 1000 − early-stopped GRPO:", ""]
-        lines += table(["method", "k", "mean ± std", "reading (plan's rule)"] + RUN_COLUMNS,
-                       [[name, f"k={k}", pm(ds), verdict(ds, "VPO (rerun)", f"early-stopped {name}", need)]
-                        + run_level(ds, "VPO (rerun)", f"early-stopped {name}")[1:4]
-                        for (name, k), ds in ds_of.items()],
-                       PAIRED_STD_NOTE) + ["", run_note(max(len(ds) for ds in ds_of.values())), ""]
+        lines += table(["method", "k"] + PLAN_HEADER, [[name, f"k={k}"] + plan_cells(
+            ds, "VPO (rerun)", f"early-stopped {name}", need) for (name, k), ds in ds_of.items()], PAIRED_STD_NOTE)
+        lines += ["", run_note(max(len(ds) for ds in ds_of.values())), ""]
     lines += coverage_lines(read_review(cfg, out, "coverage.json"), need)
-    points = geometry_points(cfg, out)
-    if points:
-        rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in (3, 12, 48)]
-                + run_level(p["d"][48], "VPO", "GRPO")[1:3]
-                + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
-                   f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"]
-                for p in points]
-        lines += [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step "
-                  f"{cfg['geometry']['steps']}, pooled best@k, and the dimensions VPO saw (mean pairwise correlation, "
-                  "effective rank) over the policy's and the base's held-out answers (results/dimensions.py):", ""]
-        lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "k=48: 95% interval over runs",
-                        "k=48: p (exact, runs)", "policy: correlation", "policy: eff. rank",
-                        "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE)
-        lines += ["", run_note(min(len(p["d"][48]) for p in points)), ""]
-        reading = geometry_reading(points, len(cfg["geometry"]["seeds"]))
-        lines += [" ".join(reading), ""] if reading else []
-        n = len(cfg["geometry"]["seeds"])
-        lines += [f"Run level: each setting has {n} runs, so an exact test comparing two settings over runs cannot go "
-                  f"below p = {smallest_p(n, n):.3g} (unpaired) or {smallest_p(n):.3g} (paired): the reading above "
-                  "describes the means, it does not separate the settings.", ""] if reading else []
-    return lines
+    return lines + geometry_lines(records.get("maze_geometry", {}), cfg["geometry"]) if "geometry" in cfg else lines
 
 
-def early_stopped(cfg, out, ref, matched, ks=(3, 12, 48)):
+def geometry_lines(runs, g):
+    """VPO under each reward geometry (the plan group g) minus the rerun's GRPO of the same seed: pooled best@k and
+    the dimensions VPO saw (results/dimensions.py), then the plan's reading 4."""
+    points = geometry_points(runs, g["steps"])
+    if not points:
+        return []
+    rows = [[p["label"], str(len(p["d"][3]))] + [pm(p["d"][k]) for k in THREE]
+            + run_level(p["d"][48], "VPO", "GRPO")[1:3]
+            + [pm([x["dim_corr"] for x in p["policy"]]), pm([x["eff_rank"] for x in p["policy"]], 2),
+               f"{p['base']['dim_corr']:.3f} / {p['base']['eff_rank']:.2f}" if p["base"] else "-"] for p in points]
+    lines = [f"VPO under each reward geometry minus the rerun's GRPO of the same seed at step {g['steps']}, pooled "
+             "best@k, and the dimensions VPO saw (mean pairwise correlation, effective rank) over the policy's and the "
+             "base's held-out answers (results/dimensions.py):", ""]
+    lines += table(["VPO", "seeds", "− GRPO, k=3", "k=12", "k=48", "k=48: 95% interval over runs",
+                    "k=48: p (exact, runs)", "policy: correlation", "policy: eff. rank",
+                    "base: correlation / eff. rank"], rows, PAIRED_STD_NOTE)
+    lines += ["", run_note(min(len(p["d"][48]) for p in points)), ""]
+    n = len(g["seeds"])
+    reading = geometry_reading(points, n)
+    return lines + ([" ".join(reading), "", f"Run level: each setting has {n} runs, so an exact test comparing two "
+                     f"settings over runs cannot go below p = {smallest_p(n, n):.3g} (unpaired) or {smallest_p(n):.3g} "
+                     "(paired): the reading above describes the means, it does not separate the settings.", ""]
+                    if reading else [])
+
+
+def early_stopped(cfg, out, runs, ks=THREE):
     """The rerun's VPO at its last step minus GRPO (and matched GRPO) stopped at its best validation step, per seed:
-    [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1)."""
+    [(name, seed, stopped at, [d at each k])], pooled best@k on the test mazes (PLAN_REVIEW.md, reading 1). runs:
+    the rerun's and matched GRPO's, by label."""
     validation, found = read_review(cfg, out, "validation.json"), []
-    for group, label, runs in (("rerun", "GRPO (rerun)", ref), ("matched", "matched GRPO", matched)):
+    for group, label in (("rerun", "GRPO (rerun)"), ("matched", "matched GRPO")):
         for v in validation.get(group, {}).get(label, []):
             run = next((r for r in runs.get(label, []) if r["seed"] == v["seed"]), None)
-            vpo = next((r for r in ref.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
+            vpo = next((r for r in runs.get("VPO (rerun)", []) if r["seed"] == v["seed"]), None)
             if run and vpo:
                 t = stop_step(v)
                 final, stopped = vpo["summary"]["metrics"], at_step(run, t)
                 found.append((label, v["seed"], t,
-                              [value(final, "pooled_best@k", k) - value(stopped, "pooled_best@k", k) for k in ks]))
+                              [value(final, POOLED, k) - value(stopped, POOLED, k) for k in ks]))
     return found
 
 
@@ -121,8 +147,7 @@ def equal_tokens_lines(runs, step=250):
             if other is None or not at_step(vpo, step):
                 continue
             t = nearest_in_tokens(other, tokens)
-            ds = [value(at_step(vpo, step), "pooled_best@k", k) - value(at_step(other, t), "pooled_best@k", k)
-                  for k in (3, 12, 48)]
+            ds = [value(at_step(vpo, step), POOLED, k) - value(at_step(other, t), POOLED, k) for k in THREE]
             rows.append([label, str(vpo["seed"]), f"{tokens / 1e6:.2f}", str(t), f"{compute_at(other, t)[0] / 1e6:.2f}"]
                         + [f"{d:+.3f}" for d in ds])
     if not rows:
@@ -153,8 +178,8 @@ def machine_lines(v3, review):
             a, b = twins[r["seed"]]["summary"]["train_seconds"], r["summary"]["train_seconds"]
             pairs.append([label, str(r["seed"]), f"{a:.0f}", f"{b:.0f}", machine(r), f"{a / b:.2f}"])
     lines = ["Training seconds (summary.json `train_seconds`, one torch thread, two jobs at a time) and the machine "
-             "of every arm. Seconds compare only within one machine, and compute_maze.png's seconds "
-             "panels mix them:", ""] + table(["arm", "seeds", "machines", "train seconds"], rows, STD_NOTE) + [""]
+             "of every arm. Seconds compare only within one machine:", ""]
+    lines += table(["arm", "seeds", "machines", "train seconds"], rows, STD_NOTE) + [""]
     if pairs:
         lines += ["One configuration on two machines: v3's run and the rerun's of the same arm and seed:", ""] + table(
             ["arm", "seed", "v3's seconds", "rerun's seconds", "rerun's machine", "v3 / rerun"], pairs) + [""]

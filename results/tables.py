@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from results.plan import at_step, eval_steps, read_json, read_jsonl_or_empty, value
+from results.plan import at_step, compute_at, eval_steps, read_json, read_jsonl_or_empty, value
 from results.runstats import differences_comparison, signed, smallest_p
 
 
@@ -96,61 +96,70 @@ def paired_rows(runs, a, b, key, ks=None, columns=run_level):
     return seen, rows
 
 
-def paired_table(runs, a, b, key, ks, name, need=None):
-    """Paired differences a − b per evaluation step and k, per seed, with mean ± std and the plan's reading (none
-    before the plan's `need` seeds have finished)."""
-    seeds, rows = paired_rows(runs, a, b, key, ks,
-                              lambda ds, a, b: [pm(ds), verdict(ds, a, b, need)] + run_level(ds, a, b)[1:4])
+RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
+
+
+def paired_lines(runs, a, b, key, caption, ks=None, columns=run_level, header=RUN_HEADER, note=PAIRED_STD_NOTE):
+    """A caption, then the paired differences a − b per evaluation step and k (paired_rows) under the columns' header;
+    nothing before a pair has finished. compare.md's paired tables and results.md's (paired_table) both."""
+    seeds, rows = paired_rows(runs, a, b, key, ks, columns)
     if not rows:
         return []
-    return [f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:", ""] + \
-        table(["step", "k"] + [f"seed {s}" for s in seeds] + ["mean ± std", "reading (plan's rule)"]
-              + RUN_COLUMNS, rows, PAIRED_STD_NOTE) + ["", run_note(len(seeds)), ""]
+    return [caption, ""] + table(["step", "k"] + [f"seed {s}" for s in seeds] + header, rows, note) + [""]
 
 
-def step_table(runs, key, ks, bases):
-    """key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over seeds."""
-    return scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases)
+PLAN_HEADER = ["mean ± std", "reading (plan's rule)"] + RUN_COLUMNS
+
+
+def plan_cells(ds, a, b, need=None):
+    """The cells of PLAN_HEADER for the differences a − b: mean ± std, the plan's reading (verdict), then the
+    run-level interval, p and reading."""
+    return [pm(ds), verdict(ds, a, b, need)] + run_level(ds, a, b)[1:4]
+
+
+def paired_table(runs, a, b, key, ks, name, need=None):
+    """Paired differences a − b per evaluation step and k, per seed, with the plan's reading (none before the plan's
+    `need` seeds have finished) and the run-level columns (plan_cells), then what those columns can show."""
+    caption = f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:"
+    lines = paired_lines(runs, a, b, key, caption, ks, lambda ds, a, b: plan_cells(ds, a, b, need), PLAN_HEADER)
+    return lines + [run_note(len(paired(runs, a, b, key, ks)[0])), ""] if lines else []
+
+
+def metric_lines(runs, bases, captions):
+    """For each metric of captions ({metric: caption}) the runs hold: the caption and its table along training at
+    every k of the metric (step_lines)."""
+    lines = []
+    for key, caption in captions.items():
+        ks = sorted({int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"].get(key, {})})
+        if ks:
+            lines += step_lines(caption, runs, key, ks, bases)
+    return lines
 
 
 def step_lines(caption, runs, key, ks, bases):
-    """A caption, then key@k per arm and evaluation step (step_table), each followed by a blank line."""
-    return [caption, ""] + step_table(runs, key, ks, bases) + [""]
+    """A caption, then key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over
+    seeds, each followed by a blank line."""
+    return [caption, ""] + scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases) + [""]
 
 
-def scalar_step_table(runs, keys, bases):
-    """Scalar metrics per arm and evaluation step, mean ± std over seeds. keys: (metric, k or None, header)."""
-    def get(metrics, key, k):
+def scalar_step_table(runs, keys, bases, last=False):
+    """Scalar metrics per arm and evaluation step (last: the last one only), mean ± std over seeds. keys: (metric,
+    k or None, header[, digits]); the metric "train_seconds" is the training seconds up to the step
+    (plan.compute_at)."""
+    def get(r, step, metrics, key, k):
+        if key == "train_seconds":
+            return compute_at(r, step)[1] if r else None
         return metrics.get(key) if k is None else value(metrics, key, k)
     rows = []
     for label, rs in runs.items():
         base = bases.get(rs[0]["summary"]["metrics"]["m"])
         if base:
-            rows.append([label, "0 (base)", "-"] + [pm([get(base, key, k)]) for key, k, _ in keys])
-        for step in eval_steps(rs):
-            ms = [at_step(r, step) for r in rs if at_step(r, step)]
-            rows.append([label, str(step), str(len(ms))] + [pm([get(m, key, k) for m in ms]) for key, k, _ in keys])
-    return table(["method", "step", "seeds"] + [name for _, _, name in keys], rows)
-
-
-def other_table(runs, task, bases, k=48):
-    """The rest of the final evaluation (pass, E_w, diversity, Pareto, validity, dimensions, time), then the bases'."""
-    dims = None
-    rows = []
-    for label, metrics_list, seconds in [(lb, [r["summary"]["metrics"] for r in rs],
-                                          [r["summary"]["train_seconds"] for r in rs]) for lb, rs in runs.items()] + \
-            [(f"base, m={m}", [b], None) for m, b in sorted(bases.items())]:
-        dims = dims or list(metrics_list[0]["dim_means"])
-        row = [label, pm([value(m, "pass@k", k) for m in metrics_list]),
-               pm([value(m, "E_w[best@k]", k) for m in metrics_list])]
-        row += [pm([m[key] for m in metrics_list], 2 if key == "pareto_distinct" else 3)
-                for key in ("diversity", "pareto_frac", "pareto_distinct", "valid_rate", "distinct_rate")]
-        row += [pm([m["dim_means"][d] for m in metrics_list]) for d in dims]
-        row.append("-" if seconds is None else f"{np.mean(seconds):.0f}")
-        rows.append(row)
-    names = ["pass@48" if task == "code" else "pass@48 (reach E)", "E_w[best@48]"]
-    return table(["method"] + names + ["diversity", "Pareto frac.", "Pareto distinct", "valid", "distinct"]
-                 + [f"mean {d}" for d in dims or []] + ["train s"], rows)
+            rows.append([label, "0 (base)", "-"] + [pm([get(None, 0, base, key, k)], *d) for key, k, _, *d in keys])
+        for step in eval_steps(rs)[-1:] if last else eval_steps(rs):
+            got = [(r, at_step(r, step)) for r in rs if at_step(r, step)]
+            rows.append([label, str(step), str(len(got))] + [pm([get(r, step, m, key, k) for r, m in got], *d)
+                                                             for key, k, _, *d in keys])
+    return table(["method", "step", "seeds"] + [name for _, _, name, *_ in keys], rows)
 
 
 def compute_seconds(out):

@@ -63,31 +63,29 @@ def search_row(a, b, metric, na, nb, registered):
             c.reading, registered]
 
 
-def verdicts_section(cfg, out):
-    """The table of headline verdicts (empty until some of its runs have finished)."""
-    main = {**finished_runs(cfg, out, "main"), **finished_runs(cfg, out, "baselines")}
-    ref, matched, ablations, code = (finished_runs(cfg, out, g) for g in ("rerun", "matched", "ablations", "code"))
+def verdicts_section(cfg, out, records):
+    """The table of headline verdicts (empty until some of its runs have finished). records: the maze's experiments
+    of record (report_review.maze_records)."""
+    v3, ref, matched, ablations = (records.get(f"maze_{name}", {}) for name in ("v3", "rerun", "matched", "ablations"))
+    code = finished_runs(cfg, out, "code")
     need = len(cfg["main"]["seeds"]) if "main" in cfg else None
-    pooled = "pooled_best@k"
-    specs = [("maze v3: VPO − GRPO", "best@1, step 1000", main, "VPO", "GRPO", pooled, 1),
-             ("maze v3: VPO − GRPO", "best@48, step 1000", main, "VPO", "GRPO", pooled, 48),
-             ("maze rerun: VPO − GRPO", "best@48, step 1000", ref, "VPO (rerun)", "GRPO (rerun)", pooled, 48),
-             ("maze: VPO − matched GRPO", "best@48, step 1000", {**ref, **matched}, "VPO (rerun)", "matched GRPO",
-              pooled, 48),
-             ("maze: VPO − random-weight GRPO", "best@48, step 1000", {**ref, **ablations}, "VPO (rerun)",
-              "random-weight GRPO", pooled, 48),
-             ("maze: VPO − Multi-RLVR", "best@48, step 1000", ref, "VPO (rerun)", "Multi-RLVR (rerun)", pooled, 48),
-             ("maze: VPO − Max@k", "best@48, step 1000", ref, "VPO (rerun)", "Max@k (rerun)", pooled, 48),
+    pooled, last = "pooled_best@k", "best@48, step 1000"
+    specs = [("maze v3: VPO − GRPO", "best@1, step 1000", v3, "VPO", "GRPO", pooled, 1),
+             ("maze v3: VPO − GRPO", last, v3, "VPO", "GRPO", pooled, 48),
+             ("maze rerun: VPO − GRPO", last, ref, "VPO (rerun)", "GRPO (rerun)", pooled, 48),
+             ("maze: VPO − matched GRPO", last, matched, "VPO (rerun)", "matched GRPO", pooled, 48),
+             ("maze: VPO − random-weight GRPO", last, ablations, "VPO (rerun)", "random-weight GRPO", pooled, 48),
+             ("maze: VPO − Multi-RLVR", last, ref, "VPO (rerun)", "Multi-RLVR (rerun)", pooled, 48),
+             ("maze: VPO − Max@k", last, ref, "VPO (rerun)", "Max@k (rerun)", pooled, 48),
              ("code v2: VPO − GRPO", "pass@12, step 500", code, "VPO", "GRPO", "pass@k", 12),
              ("code v2: VPO − matched GRPO", "pass@48, step 500", code, "VPO", "matched GRPO", "pass@k", 48)]
     rows = [paired_row(q, metric, paired(runs, a, b, key, [k])[1][k], a.split(" (")[0], b.split(" (")[0], need)
             for q, metric, runs, a, b, key, k in specs]
-    if ref:
-        stops = early_stopped(cfg, out, ref, matched)
-        for k in (3, 48):
-            ds = [d[(3, 12, 48).index(k)] for name, _, _, d in stops if name == "GRPO (rerun)"]
-            rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds, "VPO",
-                                   "early-stopped GRPO", need))
+    stops = early_stopped(cfg, out, {**ref, **matched})
+    for k in (3, 48):
+        ds = [d[(3, 12, 48).index(k)] for name, _, _, d in stops if name == "GRPO (rerun)"]
+        rows.append(paired_row("maze: VPO − early-stopped GRPO", f"best@{k}, VPO at step 1000", ds, "VPO",
+                               "early-stopped GRPO", need))
     rows = [r for r in rows if r] + search_rows(cfg, out)
     if not rows:
         return []

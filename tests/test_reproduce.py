@@ -55,9 +55,10 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
         assert re.search(rf"^\| {re.escape(label)} \| 4 \| 1 \|", text, re.M), label
     # the paired table has every evaluation step and k of the plan
     assert re.search(r"^\| 2 \| k=48 \| [+-]", text, re.M) and re.search(r"^\| 4 \| k=3 \| [+-]", text, re.M)
-    # a caption, a blank line, then its table (tables.step_lines); the final evaluation ends with the base's rows
+    # a caption, a blank line, then its table (tables.step_lines); the final evaluation: each arm's base and last step
     assert "held-out mazes:\n\n| method | step | seeds |" in text
-    assert re.search(r"^\| base, m=1 \| .*\n\| base, m=3 \| ", text, re.M)
+    final = text[text.index("The final evaluation in full"):]
+    assert re.search(r"^\| GRPO \| 0 \(base\) \| - \| .*\n\| GRPO \| 4 \| 2 \| .* \| \d+ ± \d+ \|$", final, re.M)
     assert "wall-clock time of reproduce.py" in text and "Compute inside the runs" in text
 
 
@@ -203,6 +204,23 @@ def test_paired_differences_per_evaluation_step():
         assert any(line.startswith(row) for line in lines), row
     # the table says which spread its ± is, once, after a blank line (a line right under a table is one more row)
     assert lines.count(tables.PAIRED_STD_NOTE) == 1 and lines[lines.index(tables.PAIRED_STD_NOTE) - 1] == ""
+
+
+def test_the_step_table_by_hand():
+    """tables.scalar_step_table: the base at step 0 by the arm's m, each step's mean ± std over the seeds that have
+    it, digits per column, the training seconds up to the step from log.jsonl, and with last only the last step."""
+    def r(seed, div, secs):
+        return {"seed": seed, "summary": {"args": {"steps": 4, "algo": "grpo", "batch_size": 1, "group_size": 2,
+                                                   "num_answers": 1}, "metrics": {"m": 1, "diversity": div[1]}},
+                "evals": [{"step": 2, "diversity": div[0]}],
+                "log": [{"step": s, "seconds": t, "completion_tokens": 1} for s, t in zip((2, 4), secs)]}
+    runs = {"GRPO": [r(0, (0.2, 0.5), (10, 30)), r(1, (0.4, 0.7), (20, 50))]}
+    keys = [("diversity", None, "diversity", 2), ("train_seconds", None, "train s", 0)]
+    lines = tables.scalar_step_table(runs, keys, {1: {"diversity": 0.1}})
+    assert lines[2:5] == ["| GRPO | 0 (base) | - | 0.10 | - |", "| GRPO | 2 | 2 | 0.30 ± 0.10 | 15 ± 5 |",
+                          "| GRPO | 4 | 2 | 0.60 ± 0.10 | 40 ± 10 |"]
+    assert tables.scalar_step_table(runs, keys, {}, last=True)[2:] == ["| GRPO | 4 | 2 | 0.60 ± 0.10 | 40 ± 10 |", "",
+                                                                       tables.STD_NOTE]
 
 
 def test_a_table_with_a_spread_says_it_is_the_population_std():

@@ -102,7 +102,7 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     VPO − GRPO, and the geometry row equals v3's own at step 750 (pooled best@48: +0.089 and +0.064, results.md).
     Early stopping and coverage from hand-made files."""
     import shutil
-    from results import report
+    from results import report, report_review
     out = tmp_path / "results"
     v3_only = shutil.ignore_patterns("grpo_matched-*", "random_weight-*", "goal_cond-*", "gdpo-*", "maxrl-*", "base",
                                      "*.pt")                          # the review's own runs, once some are in
@@ -130,7 +130,8 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     write_json(str(out / "runs" / "maze-rerun" / "compare.json"), {"grpo-s0": {"log.jsonl": [2, ["kl"]],
                                                                              "eval.jsonl": "equal"}})
     cfg = {**plan.FULL, "geometry": {**plan.FULL["geometry"]}}
-    lines = report.review_section(cfg, str(out))
+    records = report_review.maze_records(cfg, str(out))
+    lines = report.review_section(cfg, str(out), records)
     text = "\n".join(lines)
     assert "Paired difference VPO (rerun) − GRPO (rerun), pooled best@k" in text
     assert "Paired difference VPO (rerun) − matched GRPO, pooled best@k" in text
@@ -145,7 +146,7 @@ def test_the_review_section_reads_copies_of_v3_back_as_v3(tmp_path):
     row = next(line for line in lines if line.startswith("| VPO, collinear=0.5 |"))
     assert row.startswith("| VPO, collinear=0.5 | 2 |") and "0.077 ± 0.012 |" in row   # (+0.089 + 0.064) / 2 at k=48
     assert row.endswith("| 0.500 / 2.00 |")
-    points = dimensions.geometry_points(cfg, str(out))
+    points = dimensions.geometry_points(records["maze_geometry"], cfg["geometry"]["steps"])
     assert [p["label"] for p in points] == ["VPO (rerun, ρ = 0)", "VPO, collinear=0.5"] and points[0]["base"] is None
     assert points[1]["d"][48] == pytest.approx([0.089, 0.064], abs=6e-4)
     figures.dimensions_figure(points, None, str(tmp_path / "dims.png"), "test")
@@ -231,7 +232,6 @@ def test_equal_tokens_picks_the_evaluation_nearest_in_tokens():
 def test_machine_lines_pair_one_configuration_over_two_machines():
     """By hand: v3's GRPO seed 0 took 1200 s on an unrecorded machine, the rerun's 800 s on machine X: ratio 1.50;
     matched GRPO has no v3 twin, so it is listed but not paired; nothing from the review, no lines."""
-    from results.figures import machines
     from results.report_review import machine_lines
 
     def run(seed, secs, where=None):
@@ -243,7 +243,6 @@ def test_machine_lines_pair_one_configuration_over_two_machines():
     assert "| GRPO (rerun) | 0 | 1200 | 800 | X, 2 cores | 1.50 |" in text
     assert "| matched GRPO | 0 |" not in text and "| matched GRPO | 1 | X, 2 cores | 1900 |" in text
     assert machine_lines(v3, {}) == []
-    assert machines([run(0, 1.0, "Intel(R) Xeon(R) Processor, 2 cores"), run(1, 1.0)]) == "Intel Xeon Processor; v3's machine"
 
 
 def test_the_geometry_reading_by_hand():

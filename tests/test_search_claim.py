@@ -109,33 +109,61 @@ def test_the_plans_deciding_test_on_its_own_example():
     assert holm([0.04, 0.01]) == [True, True] and holm([0.06, 0.01]) == [False, True]
 
 
-def test_the_report_by_hand(tmp_path):
-    """A block written by hand, 3 seeds: the counts per run, the label test (p = 8/20 by enumeration), the paired
-    early-stopping difference, the problems only one arm solves; nothing is tabulated before --stop."""
-    rec = str(tmp_path)
-    claim = replace(sc.QUICK_CLAIM, seeds=(0, 1, 2), problems=3, budgets=(10, 20), min_seeds=3, record=rec)
+def hand_block(rec, claim):
+    """A block of 3 seeds written by hand (test_the_report_by_hand says what it holds)."""
     solved_at = {"vpo": [[5, 15, None], [5, 5, 5], [None] * 3]}      # within 10: 1, 3, 0; within 20: 2, 3, 0
     early = {0: [5, None, None]}                                     # seed 0 stops at step 50: one problem by 20
+    pools = {"vpo": [[1, 0, 0], [2, 2, 0], [4, 4, 4]], "grpo": [[0] * 3, [0] * 3, [0, 0, 7]],
+             "multi_rlvr_max": [[0] * 3] * 3, "grpo_early": [[3, 1, 0]]}   # with the target: 1 2 3; 0 0 1; 2 0 1
+    pooled = {"vpo": ([0.5, 0.6, 0.7], [0.2, 0.4, 0.6])}               # pass_target@48 at steps 250 and 500
+    valid = {0: (0.5, 0.25), 1: (0.1, 0.2), 2: (0.1, 0.2)}           # at steps 50 and 500: t* 50, 500, 500
 
     def search_file(kind, arm, seed, at):
         sc.write_json(os.path.join(rec, f"{kind}-{arm}-s{seed}.json"),
-                      {"problems": [1, 2, 3], "results": [{"solved_at": a} for a in at]})
+                      {"problems": [1, 2, 3], "results": [{"solved_at": a} for a in at], "seconds": 3.0,
+                       "machine": "M"})
+
+    def pool_file(arm, seed):
+        sc.write_json(os.path.join(rec, f"pool-{arm}-s{seed}.json"),
+                      {"problems": [1, 2, 3], "solved_target_per_problem": pools[arm][seed]})
     for seed in claim.seeds:
         for arm in ("vpo", "grpo", "multi_rlvr_max", "base"):
             at = solved_at.get(arm, [[None] * 3] * 3)[seed]
             for kind in ("evolve", "sample"):
                 search_file(kind, arm, seed, at if kind == "evolve" else [None] * 3)
             if arm != "base":
-                sc.write_json(os.path.join(rec, f"{arm}-s{seed}", "summary.json"), {})
-                sc.write_json(os.path.join(rec, f"pool-{arm}-s{seed}.json"), {})
+                at250, at500 = (x[seed] for x in pooled.get(arm, ([0.0] * 3, [0.0] * 3)))
+                sc.write_json(os.path.join(rec, f"{arm}-s{seed}", "summary.json"),
+                              {"args": {"steps": 500}, "train_seconds": 100.0 * (seed + 1),
+                               "metrics": {"m": 1, "problems": 64, "pooled_pass_target@k": {"1": 0.1, "48": at500}}})
+                with open(os.path.join(rec, f"{arm}-s{seed}", "eval.jsonl"), "w") as f:
+                    f.write(json.dumps({"step": 250, "pooled_pass_target@k": {"1": 0.1, "48": at250}}) + "\n")
+                pool_file(arm, seed)
         sc.write_json(os.path.join(rec, f"validate-grpo-s{seed}.json"),
-                      {"t_star": 50 if seed in early else 500, "last": 500, "rows": []})
+                      {"t_star": 50 if seed in early else 500, "last": 500,
+                       "rows": [{"step": t, "pooled_pass_target@k": {"48": v}} for t, v in zip((50, 500), valid[seed])]})
         if seed in early:
-            sc.write_json(os.path.join(rec, f"pool-grpo_early-s{seed}.json"), {})
+            pool_file("grpo_early", seed)
             for kind in ("evolve", "sample"):
                 search_file(kind, "grpo_early", seed, early[seed] if kind == "evolve" else [None] * 3)
+
+
+def test_the_report_by_hand(tmp_path):
+    """A block written by hand, 3 seeds: the counts per run, the label test (p = 8/20 by enumeration), the paired
+    early-stopping difference, the problems only one arm solves, the verdict, GRPO's validation curve, the pools,
+    the training evaluations and the machines and seconds; nothing is tabulated before --stop, and results.md's
+    section before it counts nothing."""
+    rec = str(tmp_path / "runs" / "search-claim")
+    claim = replace(sc.QUICK_CLAIM, seeds=(0, 1, 2), problems=3, budgets=(10, 20), min_seeds=3, answers=48,
+                    record="results/runs/search-claim")
+    hand_block(rec, claim)
     assert rc.complete_seeds(claim, rec) == [0, 1, 2]
     assert rc.report(claim, rec)[0].startswith("The experiment is running: 12 of 12 units are done")
+    assert rc.claim_section(str(tmp_path), claim) == []                  # no block.json: no section
+    sc.write_json(os.path.join(rec, "block.json"), {})
+    before = "\n".join(rc.claim_section(str(tmp_path), claim))
+    assert "The experiment is running" in before and "PLAN_SEARCH.md" in before
+    assert not any(c.isdigit() for c in before)                       # no count that would go stale
     sc.write_json(os.path.join(rec, sc.STOPPED), {})
     text = "\n".join(rc.report(claim, rec))
     assert "| VPO | search | 2 3 0 | 1.3 | 1.7 |" in text
@@ -144,8 +172,32 @@ def test_the_report_by_hand(tmp_path):
     assert "| VPO − GRPO | +1.7 [" in text and "p = 0.4 |" in text          # 8 of the 20 arrangements
     assert "t* per run: 50, 500, 500" in text and "paired by run: +0.3 [" in text
     assert "| VPO − GRPO | 3 | 0 | 0 |" in text                         # solved only by some VPO run
+    # the verdict: the deciding pairs' readings after Holm, beside the paper's claim; none below min_seeds
+    reading = next(line for line in text.splitlines() if line.startswith("| VPO − GRPO | +1.7")).split(" | ")[-1][:-2]
+    assert f"**The verdict**, as measured: VPO − GRPO: {reading}; VPO − early-stopped GRPO: " in text
+    assert "**No verdict**: 3 complete seeds, fewer than the plan's 4." in "\n".join(
+        rc.report(replace(claim, min_seeds=4), rec))
+    # GRPO's validation curve, steps by runs, t* marked
+    assert "| step | seed 0 | seed 1 | seed 2 |" in text
+    assert "| 50 | 0.500 (t*) | 0.100 | 0.100 |" in text and "| 500 | 0.250 | 0.200 (t*) | 0.200 (t*) |" in text
+    # the pools: problems whose answers include the target; the early-stopped arm's is its own where t* < last
+    assert "| VPO | 1 2 3 | 2.0 |" in text and "| GRPO | 0 0 1 | 0.3 |" in text
+    assert "| early-stopped GRPO | 2 0 1 | 1.0 |" in text and "| Multi-RLVR with the max | 0 0 0 | 0.0 |" in text
+    # the training evaluations, mean ± population std over the runs: 0.5 0.6 0.7 at 250, 0.2 0.4 0.6 at 500
+    assert "| VPO | 250 | 3 | 0.100 ± 0.000 | 0.600 ± 0.082 |" in text
+    assert "| VPO | 500 | 3 | 0.100 ± 0.000 | 0.400 ± 0.163 |" in text
+    # machines and seconds: training 100, 200, 300 s; 3 + 3 s of search and sampling over 3 problems
+    assert "| VPO | M (3) | 200 | 2.0 |" in text and "| warm start | M (3) | - | 2.0 |" in text
+    after = rc.claim_section(str(tmp_path), claim)
+    assert after[0] == rc.SECTION and "\n".join(after).endswith(text + "\n")
     rc.strip(claim, rec, os.path.join(rec, "strip.png"))
     assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
+
+
+def test_the_warm_starts_fresh_pools_are_the_plans():
+    """PLAN_SEARCH.md: with fresh streams (seed 1) the warm start's 48 answers solve 24 (m = 1) and 25 (m = 3) of
+    the 128 hard problems."""
+    assert rc.fresh_base_pools(sc.PLAN) == {1: 24, 3: 25}
 
 
 def test_v2_departures_by_hand(tmp_path):
