@@ -107,7 +107,7 @@ def route_answers(cfg, out, main):
     return result
 
 
-def code_answers(cfg, out, code, group="code"):
+def code_answers(cfg, out, code, group):
     """Answers of every finished code run's final weights and of the base (m = 1 and m = 3) on the first held-out
     problems (the group's "answer_problems"), 12 answers each (12 rollouts of one, or 4 of three), T = 0.7, fixed
     seeds: what the models write. Sampled once per run and cached in the group's "answers" file under out (a clone
@@ -123,13 +123,10 @@ def code_answers(cfg, out, code, group="code"):
         runs += [("base-m1", 1, base), ("base-m3", 3, base)]
     task = code_task(cfg, group)
     problems = task.problems("test", g["answer_problems"], seed=0)
-    changed = False
-    for name, m, ckpt in runs:
-        if name in cache or not os.path.isfile(ckpt):
-            continue
+    todo = [(name, m, ckpt) for name, m, ckpt in runs if name not in cache and os.path.isfile(ckpt)]
+    for name, m, ckpt in todo:
         cache[name] = {"m": m, "answers": sample_answers(ckpt, task, problems, m, 12 // m, stream=8)}
-        changed = True
-    if changed:
+    if todo:
         cache["targets"] = [[p.target, p.family] for p in problems]
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as f:
@@ -224,16 +221,16 @@ def steps_figure(runs, bases, path, suptitle, key="pooled_best@k"):
     _save(fig, axes[0][0], path, suptitle)
 
 
-def search_figure(found, budgets, path, suptitle, colours=None):
+def search_figure(found, budgets, path, suptitle):
     """Problems solved against the budget (answers), for the evolutionary search (solid, o) and sampling with the
-    same budget (dashed, x): left, the mean over seeds (the range shaded); right, the problems some seed solved."""
-    from results.search_jobs import label, solved_within
+    same budget (dashed, x), one colour per arm: left, the mean over seeds (the range shaded); right, the problems
+    some seed solved."""
+    from results.search_jobs import NAMES, label, solved_within
     from search import solved_by_budget
     fig, axes = plt.subplots(1, 2, figsize=(10.4, 3.9), sharey=True)
     for kind, style, marker in (("evolve", "-", "o"), ("sample", "--", "x")):
-        for i, (slug, rs) in enumerate(found[kind].items()):
-            colour = (colours or {}).get(slug, f"C{i}")
-            name = f"{label(kind, slug)} ({len(rs)})"
+        for slug, rs in found[kind].items():
+            colour, name = f"C{list(NAMES).index(slug)}", f"{label(kind, slug)} ({len(rs)})"
             counts = np.array([[solved_by_budget(r["results"], budgets)[b] for b in budgets] for r in rs])
             axes[0].plot(budgets, counts.mean(0), style, marker=marker, color=colour, label=name)
             axes[0].fill_between(budgets, counts.min(0), counts.max(0), color=colour, alpha=0.1)
@@ -249,28 +246,24 @@ def search_figure(found, budgets, path, suptitle, colours=None):
 
 def code_figures(cfg, out, group, key):
     """The figures of one code plan (its group's runs and its search), named by the group's "files" tag."""
-    code = finished_runs(cfg, out, group) if group in cfg else {}
-    g = cfg.get(group, {})
+    from results.search_jobs import read_searches
+    code, g = (finished_runs(cfg, out, group), cfg[group]) if group in cfg else ({}, {})
     names, tag = [], g.get("files", "code")
     title = "code, plan v2, replicate weights" if g.get("units") else "code"
     if code:
-        bases = base_metrics(code)
-        for metric, name, what in (("pass@k", f"pass_at_k_steps_{tag}.png", "pass@k over whole rollouts"),
-                                   ("pooled_pass@k", f"pooled_pass_at_k_steps_{tag}.png", "pooled pass@k"),
-                                   ("best@k", f"best_at_k_steps_{tag}.png",
-                                    "best@k (tests passed) over whole rollouts")):
-            steps_figure(code, bases, os.path.join(out, name), f"{title}: {what} at each evaluation step "
-                         "(held-out problems, mean ± std over seeds)", key=metric)
-            names.append(name)
-        training_figure(code, os.path.join(out, f"training_{tag}.png"), f"{title}: training curves (mean over seeds)")
+        for metric, what in (("pass@k", "pass@k over whole rollouts"), ("pooled_pass@k", "pooled pass@k"),
+                             ("best@k", "best@k (tests passed) over whole rollouts")):
+            names.append(f"{metric.replace('@', '_at_')}_steps_{tag}.png")
+            steps_figure(code, base_metrics(code), os.path.join(out, names[-1]), f"{title}: {what} at each "
+                         "evaluation step (held-out problems, mean ± std over seeds)", key=metric)
         names.append(f"training_{tag}.png")
-    from results.search_jobs import read_searches
+        training_figure(code, os.path.join(out, names[-1]), f"{title}: training curves (mean over seeds)")
     found, hard = read_searches(cfg, out, key)
     if hard and any(found.values()):
-        search_figure(found, list(cfg[key]["budgets"]), os.path.join(out, f"search_{tag}.png"),
-                      f"{title}: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
-                      "problems" + (" (stopped search, a record)" if cfg[key].get("stopped") else ""), colours={"grpo": "C0", "grpo_matched": "C1", "vpo": "C2"})
         names.append(f"search_{tag}.png")
+        search_figure(found, list(cfg[key]["budgets"]), os.path.join(out, names[-1]),
+                      f"{title}: evolutionary search vs sampling on the {len(hard['problems'])} hardest held-out "
+                      "problems" + (" (stopped search, a record)" if cfg[key].get("stopped") else ""))
     return names
 
 

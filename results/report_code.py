@@ -9,11 +9,11 @@ import re
 import numpy as np
 
 from results.plan import KS, base_metrics, code_problems, code_task, finished_runs, read_json, value
-from results.search_jobs import (HOW, NAMES, label, path_of, read_searches, solved_rule, solved_within, target_solved,
-                                 targets_path)
+from results.search_jobs import (HOW, NAMES, label, path_of, per_run, read_searches, solved_rule, solved_within,
+                                 target_solved, targets_path)
 from results.tables import (PAIRED_STD_NOTE, first_metrics, paired_table, pm, scalar_step_table, step_lines,
                             table)
-from results.verdicts import run_level_search_lines
+from results.verdicts import run_level_search_lines, sign_test
 
 
 def code_section(cfg, out, group="code", key="search"):
@@ -55,7 +55,7 @@ def code_section(cfg, out, group="code", key="search"):
     path = os.path.join(out, g["answers"])
     cache = read_json(path) if os.path.isfile(path) else {}
     if "targets" in cache:  # what the final weights write (results/figures.py samples them)
-        lines += forms_table(cache, g["answers"]) + family_forms_table(cache, g["answers"])
+        lines += forms_tables(cache, g["answers"])
     return lines + search_section(cfg, out, key)
 
 
@@ -115,25 +115,24 @@ def target_lines(runs, ks, bases):
             "passes but some other programs pass too.", ""]
 
 
-def below_base_table(runs, bases, key="pass@k", k=48, need=None):
+def below_base_table(runs, bases, need=None):
     """Does RL lower pass@k at large k below the base? Per arm, final pass@48 minus the base's with the same m, per
     seed, with the plan's reading (lowers / raises on every seed, else unresolved)."""
     rows, width = [], max(len(rs) for rs in runs.values())
     for arm, rs in runs.items():
         m = rs[0]["summary"]["metrics"]["m"]
-        if not bases.get(m) or value(bases[m], key, k) is None:
+        base = value(bases[m], "pass@k", 48) if bases.get(m) else None
+        if base is None:
             continue
-        base = value(bases[m], key, k)
-        ds = [value(r["summary"]["metrics"], key, k) - base for r in rs]
+        ds = [value(r["summary"]["metrics"], "pass@k", 48) - base for r in rs]
         reading = "lowers" if all(d < 0 for d in ds) else "raises" if all(d > 0 for d in ds) else "unresolved"
         reading = f"{len(ds)} of {need} seeds: no reading yet" if need and len(ds) < need else reading
         rows.append([arm, str(m), f"{base:.3f}"] + [f"s{r['seed']}: {d:+.3f}" for r, d in zip(rs, ds)]
                     + [""] * (width - len(ds)) + [pm(ds), reading])
     if not rows:
         return []
-    name = f"{key[:-2]}@{k}"
-    return [f"{name} at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
-        table(["method", "m", f"base {name}"] + [f"seed {i}" for i in range(width)] +
+    return ["pass@48 at the final step minus the base's (the base sampled with the arm's m), per RL seed:", ""] + \
+        table(["method", "m", "base pass@48"] + [f"seed {i}" for i in range(width)] +
               ["mean ± std", "reading (plan's rule)"], rows, PAIRED_STD_NOTE) + [""]
 
 
@@ -154,114 +153,112 @@ def answer_form(source):
 FORMS = ("three levels", "abs", "remainder", "clip", "min/max", "other conditional", "other")
 
 
-def _arm_answers(cache, keep):
-    """{arm: written answers} of a forms cache, seeds pooled per arm, on the problems i with keep(family of i)."""
-    arms = {}
-    for name, entry in cache.items():
-        if name == "targets":
-            continue
-        arm = name if name.startswith("base") else name.rsplit("-s", 1)[0]
-        arms.setdefault(arm, []).extend(a for i, (_, family) in enumerate(cache["targets"]) if keep(family)
-                                        for a in entry["answers"][i] if a)
-    return arms
-
-
-def forms_table(cache, name="answers_code.json"):
-    """Share of the written answers in each form, per checkpoint (seeds pooled per arm), on the problems whose
-    target is not itself three levels: a three-level answer there is a partial program fitted to the tests."""
-    other = [i for i, (_, family) in enumerate(cache["targets"]) if family != "step3"]
-    arms = _arm_answers(cache, lambda family: family != "step3")
-    rows = [[arm, str(len(answers))] + [f"{sum(answer_form(a) == f for a in answers) / len(answers):.2f}"
-                                        for f in FORMS] for arm, answers in arms.items() if answers]
-    return ([f"What the models write (`{name}`: 12 answers per problem at T = 0.7, final weights, seeds "
-             f"pooled): the form of the written answers on the {len(other)} of the first {len(cache['targets'])} "
-             f"held-out problems whose target is not three constant levels:", ""]
-            + table(["checkpoint", "answers"] + list(FORMS), rows) + [""])
-
-
 OWN_FORM = {"clamp": "min/max", "clip": "clip", "distance": "abs", "remainder": "remainder", "step3": "three levels"}
 
 
-def family_forms_table(cache, name):
-    """Per family, the share of the written answers in the form of the family's targets and in the three-level
-    template, per checkpoint (seeds pooled per arm)."""
+def forms_tables(cache, name):
+    """What the models write (the cache `name` of results/figures.py code_answers), seeds pooled per arm: the share
+    of the written answers in each form on the problems whose target is not itself three levels (a three-level
+    answer there is a partial program fitted to the tests); and per family, the share in the form of the family's
+    targets and in the three-level template."""
+    forms = {}   # {arm: {family: the form of every written answer}}
+    for run, entry in cache.items():
+        if run == "targets":
+            continue
+        arm = run if run.startswith("base") else run.rsplit("-s", 1)[0]
+        for (_, family), answers in zip(cache["targets"], entry["answers"]):
+            forms.setdefault(arm, {}).setdefault(family, []).extend(answer_form(a) for a in answers if a)
+    pooled = {arm: [f for family, fs in by.items() if family != "step3" for f in fs] for arm, by in forms.items()}
     families = sorted({family for _, family in cache["targets"]})
-    per = {f: _arm_answers(cache, lambda family, f=f: family == f) for f in families}
 
-    def cell(forms, own):  # the shares of one arm's answers on one family: its own form / three levels
-        return f"{forms.count(own) / len(forms):.2f} / {forms.count('three levels') / len(forms):.2f}" if forms else "-"
-    rows = [[arm] + [cell([answer_form(a) for a in per[f].get(arm, [])], OWN_FORM[f]) for f in families]
-            for arm in per[families[0]]]
-    return ([f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
-             "three-level template (on step3 the two are the same form):", ""]
-            + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""])
+    def cell(fs, own):  # the shares of one arm's answers on one family: its own form / three levels
+        return f"{fs.count(own) / len(fs):.2f} / {fs.count('three levels') / len(fs):.2f}" if fs else "-"
+    lines = [f"What the models write (`{name}`: 12 answers per problem at T = 0.7, final weights, seeds pooled): the "
+             f"form of the written answers on the {sum(f != 'step3' for _, f in cache['targets'])} of the first "
+             f"{len(cache['targets'])} held-out problems whose target is not three constant levels:", ""]
+    lines += table(["checkpoint", "answers"] + list(FORMS), [[arm, str(len(fs))] + [
+        f"{fs.count(f) / len(fs):.2f}" for f in FORMS] for arm, fs in pooled.items() if fs]) + [""]
+    lines += [f"Per family (`{name}`): the share of written answers in the form of the family's targets / in the "
+              "three-level template (on step3 the two are the same form):", ""]
+    rows = [[arm] + [cell(by.get(f, []), OWN_FORM[f]) for f in families] for arm, by in forms.items()]
+    return lines + table(["checkpoint"] + [f"{f} ({OWN_FORM[f]})" for f in families], rows) + [""]
 
 
 def search_section(cfg, out, key="search"):
     """Problems solved within each budget by the evolutionary search and by sampling, per seed; the paper's count
     (problems some seed of one method solves and no seed of the other ever does) per pair of methods, and the
-    plan's test of it (results/PLAN_CODE.md v2, "The deciding test")."""
-    from search import solved_by_budget
+    plan's test of it (results/PLAN_CODE.md v2, "The deciding test"); the run-level test; which problems."""
+    from search import bootstrap_difference, solved_by_budget
     found, hard = read_searches(cfg, out, key)
     if not hard or not any(found.values()):
         return []
-    s, group = cfg[key], cfg[cfg[key]["group"]]
+    s, budgets = cfg[key], cfg[key]["budgets"]
+    task, problems = code_task(cfg, s["group"]), code_problems(cfg, s["group"], hard["screened"])
+    target = {slug: [target_solved(r, task, problems) for r in runs] for slug, runs in found["evolve"].items()}
     stopped = (" (stopped before its VPO searches and its sampling: the weights were lost with their machine; "
                "a record, without a verdict; the search of record is the next section's)") if s.get("stopped") else ""
     lines = [f"### Evolutionary search on the hardest held-out problems{stopped}", "",
              f"The {len(hard['problems'])} problems (of the first {hard['screened']} test problems) that none of the "
-             f"{'original (v2) ' if 'hard' in s else ''}searched checkpoints solved in its {s['answers']}-answer evaluation pool (T = 0.7). Budget: "
-             f"{s['budget']} {s['unit']} per problem (T = {s['temperature']}); problems solved within each budget, per "
-             f"seed (s0 / s1 / ...), and their mean. Sampling: fresh samples from the plain prompt with the same "
-             f"budget. The last two columns (not in the plans): distinct non-empty answers written on a problem the "
-             f"run did not solve, over its whole budget (mean over such problems); and, per seed, the fraction of "
-             f"shown tests that the best program the search kept passes, averaged over the problems (1 where "
-             f"solved).", ""]
+             f"{'original (v2) ' if 'hard' in s else ''}searched checkpoints solved in its {s['answers']}-answer "
+             f"evaluation pool (T = 0.7). Budget: {s['budget']} {s['unit']} per problem (T = {s['temperature']}); "
+             f"problems solved within each budget, per seed (s0 / s1 / ...), and their mean. Sampling: fresh samples "
+             f"from the plain prompt with the same budget. The last two columns (not in the plans): distinct non-empty "
+             f"answers written on a problem the run did not solve, over its whole budget (mean over such problems); "
+             f"and, per seed, the fraction of shown tests that the best program the search kept passes, averaged over "
+             f"the problems (1 where solved).", ""]
     lines += rule_lines(found, os.path.relpath(targets_path(path_of(out, cfg, key, "hard")), out), out)
-    budgets = s["budgets"]
-    task = code_task(cfg, s["group"])  # scores a program on a problem's tests
-    problems = code_problems(cfg, s["group"], hard["screened"])
 
-    def best_tests(problem, res):  # the fraction of shown tests the search's best program passes (0: none kept)
-        return float(task.score(problem, res["best"]).mean()) if res.get("best") is not None else 0.0
+    def best_tests(p, res):  # the fraction of shown tests the search's best program passes (0: none kept)
+        return float(task.score(problems[p], res["best"]).mean()) if res.get("best") is not None else 0.0
     rows = []
     for kind in ("evolve", "sample"):
         for slug, runs in found[kind].items():
             counts = [solved_by_budget(r["results"], budgets) for r in runs]
             distinct = [res["population"] for r in runs for res in r["results"] if res["solved_at"] is None]
-            best = [np.mean([best_tests(problems[p], res) for p, res in zip(r["problems"], r["results"])])
-                    for r in runs] if kind == "evolve" else []
-            same = [target_solved({**r, "kind": kind}, task, problems) for r in runs]
+            best = [np.mean([best_tests(*pr) for pr in zip(r["problems"], r["results"])]) for r in runs]
             rows.append([label(kind, slug), str(len(runs))]
                         + [" / ".join(str(c[b]) for c in counts) + f" ({np.mean([c[b] for c in counts]):.1f})"
                            for b in budgets]
-                        + [f"{np.mean(distinct):.0f}" if distinct else "-",
-                           " / ".join(f"{b:.3f}" for b in best) or "-",
-                           "keeps no programs" if None in same else
-                           " / ".join(f"{len(t)} of {len(solved_within(r))}" for t, r in zip(same, runs))])
+                        + [f"{np.mean(distinct):.0f}" if distinct else "-"]
+                        + ([" / ".join(f"{b:.3f}" for b in best) or "-", " / ".join(
+                            f"{len(t)} of {len(solved_within(r))}" for t, r in zip(target[slug], runs))]
+                           if kind == "evolve" else ["-", "keeps no programs"]))
     lines += table(["method", "seeds"] + [f"{b} {s['unit']}" for b in budgets] +
                    ["distinct answers per unsolved problem", "best program's tests passed",
                     "kept solving programs equal to the target"], rows) + [""]
-    lines += only_by_tables(found, s, hard, stopped=bool(stopped), seeds=len(group["seeds"]),
-                            target=lambda slug: [target_solved({**r, "kind": "evolve"}, task, problems)
-                                                 for r in found["evolve"][slug]])
+    lines += only_by_tables(found, s)
+    complete = all(len(found["evolve"].get(slug, [])) == len(cfg[s["group"]]["seeds"]) for pair in s["pairs"]
+                   for slug in pair)  # every seed of every pair: the plan's verdict can be read
+    lines += registered_lines(found, s, None if complete else "stopped search: no verdict" if stopped else
+                              "waiting for every seed of every pair (Holm)")
+    lines += run_level_search_lines(found, s, target)
+    rows = []
+    for a, b in s["pairs"]:
+        if a in found["evolve"] and b in found["evolve"]:
+            sa, sb = per_run(found, "evolve", a), per_run(found, "evolve", b)
+            diff, low, high = bootstrap_difference(sa, sb, hard["problems"])
+            plus = lambda x: f"{round(x, 9) + 0.0:+.2f}"  # noqa: E731  (no "-0.00")
+            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{np.mean([len(x) for x in sa]):.2f}",
+                         f"{np.mean([len(x) for x in sb]):.2f}", plus(diff), f"[{plus(low)}, {plus(high)}]"])
+    if rows:
+        lines += ["Problems solved per seed by the search at the full budget, mean over seeds, and the 95% bootstrap "
+                  "interval of the difference (10,000 resamples of the problems, seed 0, the runs held fixed; "
+                  "descriptive, and narrower than the run-level interval above because it ignores how runs vary):", ""]
+        lines += table(["A − B", "A", "B", "difference", "95% interval"], rows) + [""]
     return lines + solved_problems_table(found, task, problems)
 
 
-RULES = {"reward": "the first program that passes every shown test",
-         "target": "the first program equal to the target on all 31 inputs of the domain"}
+RULES = {"reward": ("the first program that passes every shown test",
+                    "the rule they were written under, before the search counted the target"),
+         "target": ("the first program equal to the target on all 31 inputs of the domain", "the rule they record")}
 
 
 def rule_lines(found, targets, out):
     """What "solved" means in these search files (search.py records the rule since it counts the target; files
     without the record counted the shown tests), what the last column counts, and where the targets are kept."""
     rules = sorted({solved_rule(r) for kind in found for runs in found[kind].values() for r in runs})
-    if len(rules) == 1:
-        meaning = f"Solved in these files means {RULES[rules[0]]}" + (
-            " (the rule they were written under, before the search counted the target)." if rules == ["reward"]
-            else " (the rule they record).")
-    else:
-        meaning = "Solved follows each file's recorded rule: " + "; ".join(f"{r}, {RULES[r]}" for r in rules) + "."
+    meaning = (f"Solved in these files means {RULES[rules[0]][0]} ({RULES[rules[0]][1]})." if len(rules) == 1 else
+               "Solved follows each file's recorded rule: " + "; ".join(f"{r}, {RULES[r][0]}" for r in rules) + ".")
     where = (f" The hard problems' targets, their shown and hidden tests and each target's values on the domain are "
              f"in `{targets}`.") if os.path.isfile(os.path.join(out, targets)) else ""
     return [meaning + " The column \"kept solving programs equal to the target\" counts, per seed, the solved problems "
@@ -269,80 +266,50 @@ def rule_lines(found, targets, out):
             + where, ""]
 
 
-def only_by_tables(found, s, hard, stopped=False, seeds=None, target=None):
-    """Per pair (A, B) of the plan: problems some seed of A solves and no seed of B does, and the reverse, at every
-    budget; at the full budget the sign test over problems (search.discordant_test) with Holm over the pairs for
-    the search (the plan's verdict), the same test for sampling and for search against sampling (descriptive), and
-    the bootstrap interval over problems of the difference in problems solved per seed."""
-    from search import bootstrap_difference, discordant_test, holm, solved_only_by
-    lines, full = [], s["budget"]
-
-    def solved(kind, slug, budget=None):
-        return [solved_within(r, budget) for r in found[kind][slug]]
+def only_by_tables(found, s):
+    """Per pair (A, B) of the plan, at every budget: problems some seed of A solves and no seed of B does, the
+    reverse, and both, for the search and for sampling."""
+    from search import solved_only_by
+    lines = []
     for a, b in s["pairs"]:
-        rows = []
-        for kind in ("evolve", "sample"):
-            if a in found[kind] and b in found[kind]:
-                for budget in s["budgets"]:
-                    only_a, only_b, both = solved_only_by(solved(kind, a, budget), solved(kind, b, budget))
-                    rows.append([HOW[kind], str(budget), str(len(only_a)), str(len(only_b)), str(len(both))])
+        rows = [[HOW[kind], str(budget)] + [str(len(x)) for x in solved_only_by(
+            per_run(found, kind, a, budget), per_run(found, kind, b, budget))]
+                for kind in ("evolve", "sample") if a in found[kind] and b in found[kind] for budget in s["budgets"]]
         if rows:
             lines += [f"Problems solved by some seed of {NAMES[a]} and by no seed of {NAMES[b]}, and the reverse (the "
                       f"paper's claim: VPO checkpoints solve problems GRPO checkpoints never do):", ""]
             lines += table(["how", f"budget ({s['unit']})", f"{NAMES[a]} only", f"{NAMES[b]} only", "both"], rows)
             lines += [""]
-
-    def sign_test(kind, a, b, xs, ys):  # (kind, A, B, a, b, p) over two lists of solved sets, one set per seed
-        na, nb = (len(only) for only in solved_only_by(xs, ys)[:2])
-        return kind, a, b, na, nb, discordant_test(na, nb)
-    tests = [sign_test(kind, NAMES[a], NAMES[b], solved(kind, a), solved(kind, b)) for kind in ("evolve", "sample")
-             for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
-    both = sorted(set(found["evolve"]) & set(found["sample"]), key=list(NAMES).index)
-    tests += [sign_test("vs", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling", solved("evolve", slug),
-                        solved("sample", slug)) for slug in both]
-    if not tests:
-        return lines
-    deciding = [t for t in tests if t[0] == "evolve"]
-    complete = len(deciding) == len(s["pairs"]) and all(  # every pair, every seed of both its methods
-        seeds is None or len(found["evolve"][slug]) == seeds for pair in s["pairs"] for slug in pair)
-    rejected = holm([t[5] for t in deciding]) if complete else [False] * len(deciding)
-    rows = []
-    for t in tests:
-        kind, a, b, na, nb, p = t
-        if kind == "evolve" and complete:
-            if rejected[deciding.index(t)]:
-                first, second = (a, b) if na > nb else (b, a)
-                reading = f"{first}'s searches solve problems {second}'s never do, more often than the reverse"
-            else:
-                reading = "no difference detected at this power"
-        elif kind == "evolve":
-            reading = "stopped search: no verdict" if stopped else "waiting for every seed of every pair (Holm)"
-        else:
-            reading = "descriptive"
-        how = {"evolve": "search", "sample": "sampling", "vs": "search vs sampling"}[kind]
-        rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
-    lines += [f"The pre-registered analysis, the sign test over problems at the full budget ({full} {s['unit']}): "
-              f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
-              f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2); the search rows are the plan's registered verdict, with "
-              f"Holm over its pairs at familywise α = 0.05. It counts problems as independent replicates, but "
-              "what varies between two methods is the training run; where it disagrees with the run-level test "
-              "below, the run-level test is the reading:", ""]
-    lines += table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]
-    lines += run_level_search_lines(found, s, solved, target)
-    rows = []
-    for a, b in s["pairs"]:
-        if a in found["evolve"] and b in found["evolve"]:
-            diff, low, high = bootstrap_difference(solved("evolve", a), solved("evolve", b), hard["problems"])
-            mean = lambda slug: np.mean([len(x) for x in solved("evolve", slug)])  # noqa: E731
-            plus = lambda x: f"{round(x, 9) + 0.0:+.2f}"  # noqa: E731  (no "-0.00")
-            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{mean(a):.2f}", f"{mean(b):.2f}", plus(diff),
-                         f"[{plus(low)}, {plus(high)}]"])
-    if rows:
-        lines += ["Problems solved per seed by the search at the full budget, mean over seeds, and the 95% bootstrap "
-                  "interval of the difference (10,000 resamples of the problems, seed 0, the runs held fixed; "
-                  "descriptive, and narrower than the run-level interval above because it ignores how runs vary):", ""]
-        lines += table(["A − B", "A", "B", "difference", "95% interval"], rows) + [""]
     return lines
+
+
+def registered_lines(found, s, no_verdict):
+    """At the full budget, the sign test over problems (verdicts.sign_test): for the search with Holm over the
+    plan's pairs, its registered verdict (no_verdict: None, else why there is none yet); for sampling and for
+    search against sampling, descriptive."""
+    from search import holm
+    tests = [(HOW[kind], NAMES[a], NAMES[b], *sign_test(per_run(found, kind, a), per_run(found, kind, b)))
+             for kind in ("evolve", "sample") for a, b in s["pairs"] if a in found[kind] and b in found[kind]]
+    tests += [("search vs sampling", f"{NAMES[slug]} search", f"{NAMES[slug]} sampling",
+               *sign_test(per_run(found, "evolve", slug), per_run(found, "sample", slug)))
+              for slug in NAMES if slug in found["evolve"] and slug in found["sample"]]
+    if not tests:
+        return []
+    rejected = holm([t[5] for t in tests if t[0] == "search"])  # the search's tests come first
+    rows = []
+    for i, (how, a, b, na, nb, p) in enumerate(tests):
+        first, second = (a, b) if na > nb else (b, a)
+        reading = "descriptive" if how != "search" else no_verdict or (
+            f"{first}'s searches solve problems {second}'s never do, more often than the reverse" if rejected[i]
+            else "no difference detected at this power")
+        rows.append([how, f"{a} − {b}", str(na), str(nb), str(na + nb), f"{p:.4f}", reading])
+    return [f"The pre-registered analysis, the sign test over problems at the full budget ({s['budget']} {s['unit']}): "
+            f"a = problems some seed of the first solves and no seed of the second, b = the reverse, p = min(1, 2 "
+            f"P(X ≥ max(a, b))), X ~ Binomial(a + b, 1/2); the search rows are the plan's registered verdict, with "
+            f"Holm over its pairs at familywise α = 0.05. It counts problems as independent replicates, but "
+            "what varies between two methods is the training run; where it disagrees with the run-level test "
+            "below, the run-level test is the reading:", ""] + \
+        table(["how", "A − B", "a", "b", "n", "p", "reading (registered)"], rows) + [""]
 
 
 def solved_problems_table(found, task, problems):
@@ -353,21 +320,15 @@ def solved_problems_table(found, task, problems):
     solved = sorted(set().union(*(solved_within(r) for kind, slug in columns for r in found[kind][slug])))
     if not solved:
         return []
-    rows = []
+    rows, results = [], [[(r["rl_seed"], dict(zip(r["problems"], r["results"]))) for r in found[kind][slug]]
+                         for kind, slug in columns]   # per column, per run: {problem: its result}
     for p in solved:
-        cells, hidden, same = [], [], []
-        for kind, slug in columns:
-            hits = []
-            for r in found[kind][slug]:
-                res = r["results"][r["problems"].index(p)]
-                if res["solved_at"] is not None:
-                    hits.append(f"s{r['rl_seed']} ({res['solved_at']})")
-                    if res.get("best") is not None:
-                        hidden.append(task.solved_hidden(problems[p], res["best"]))
-                        same.append(task.equals_target(problems[p], res["best"]))
-            cells.append(", ".join(hits) or "-")
-        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"] + cells +
-                    [f"{sum(xs)} / {len(xs)}" if xs else "-" for xs in (hidden, same)])
+        hits = [[(seed, res[p]) for seed, res in runs if res[p]["solved_at"] is not None] for runs in results]
+        kept = [res["best"] for runs in hits for _, res in runs if res.get("best") is not None]
+        rows.append([str(p), problems[p].family, f"`{problems[p].target}`"]
+                    + [", ".join(f"s{seed} ({res['solved_at']})" for seed, res in runs) or "-" for runs in hits]
+                    + [f"{sum(check(problems[p], b) for b in kept)} / {len(kept)}" if kept else "-"
+                       for check in (task.solved_hidden, task.equals_target)])
     header = ["problem", "family", "target"] + [label(kind, slug) for kind, slug in columns]
     return ["Which problems, solved by which seed (answers spent when the first solving program appeared), and how "
             "many of the searches' solving programs also pass the problem's hidden tests, and equal its target on all "

@@ -1,29 +1,35 @@
 """
 The search stage of the code comparison (results/PLAN_CODE.md, "The search"): evolutionary search as the paper
-runs it, on the held-out problems no checkpoint solves, next to plain sampling with the same budget. The plan's
-`search` entry (v2's) names the group whose final weights it starts from and the arms; its files are under
-runs/DIR/search/ of that group.
+runs it, on the held-out problems no checkpoint solves, next to plain sampling with the same budget. A plan entry
+(v2's `search`; `search_rep`, the search of record) names the group whose final weights it starts from and the
+arms; its files are under runs/DIR/search/ of that group.
 
-1. screen   every searched checkpoint (the final weights of every searched arm and seed) samples its evaluation
-            pool (48 answers at T = 0.7, the evaluation's streams) on the first `screen_problems` test problems;
-            screen-ARM-sSEED.json holds how many answers solved each problem.
+1. screen   every checkpoint v2's search starts from samples its evaluation pool (48 answers at T = 0.7, the
+            evaluation's streams) on the first `screen_problems` test problems; screen-ARM-sSEED.json holds how
+            many answers solved each problem.
 2. hard     the problems that no screened checkpoint solved, the first `problems` of them (hard.json); fewer
-            than that is an error that asks for more screened problems.
-3. evolve   search.evolve from each checkpoint on the hard problems, in chunks of `chunk` problems
-            (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the
-            budget spent when the first solving program appeared.
+            than that is an error that asks for more screened problems. A search with a fixed `hard` file (the
+            search of record: v2's hard.json) screens nothing.
+3. units    one job per arm and seed. Where the search's units train its group's runs (the search of record),
+            the unit trains the run (train.py, the group's arguments) and samples its pool on the hard problems
+            (pool-ARM-sSEED.json); elsewhere it waits for the weights a training job of the plan made. Then:
+   evolve   search.evolve from the weights on the hard problems, in chunks of `chunk` problems
+            (evolve-ARM-sSEED-cC.json, chunk C with search seed seed + C): solved_at per problem, the budget spent
+            when the first solving program appeared.
    sample   search.sample_until_solved, the same budget of fresh samples at the search's temperature, the same
             chunks (sample-ARM-sSEED-cC.json): what the search adds over sampling.
 Every file is written atomically once its job is done (a killed job is redone); the files are small and
 committed, the checkpoints are not. reproduce.py schedules these jobs; report.py reads them back.
 
-A search whose plan entry names a fixed `hard` file (v2's search of record, `search_rep`) runs in units instead:
-one job per arm and seed trains the run (train.py, the group's arguments), samples its pool on the hard problems
-(pool-ARM-sSEED.json), then runs every evolve and sample chunk from the weights it has just trained. Weights are
-never committed and the same seed trains other weights on another machine's floating point (docs/notes.md), so a
-unit never starts a search from a checkpoint it did not train itself: a unit found with search files but no
-checkpoint (an invocation that ended mid-unit) deletes them and starts over.
+Weights are never committed and the same seed trains other weights on another machine's floating point
+(docs/notes.md), so a unit that trains never starts a search from a checkpoint it did not train itself: found
+with search files but no checkpoint (an invocation that ended mid-unit), it deletes them and starts over.
+
+v2's search ran each chunk as a job of its own. Run in units, it writes the same files with the same content from
+the same weights; a rerun now searches a checkpoint's chunks one after another in one job, so two workers search
+two checkpoints at a time instead of two chunks.
 """
+import functools
 import itertools
 import json
 import math
@@ -33,17 +39,19 @@ import time
 from results.plan import CODE_PLANS, code_problems, read_json
 
 
-def group_of(cfg, key="search"):
+def group_of(cfg, key):
     """The plan group whose final weights the search `key` starts from ("code" for v2's search, "code_rep")."""
     return cfg[cfg[key]["group"]]
 
 
-def search_dir(out, cfg, key="search"):
-    return os.path.join(out, "runs", group_of(cfg, key).get("dir", "code"), "search")
+def search_dir(out, cfg, key):
+    return os.path.join(out, "runs", group_of(cfg, key)["dir"], "search")
 
 
-def checkpoint(out, cfg, key, slug, seed):
-    return os.path.join(out, "runs", group_of(cfg, key).get("dir", "code"), f"{slug}-s{seed}", "ckpt.pt")
+def weights(out, cfg, key, slug, seed):
+    """[summary.json, ckpt.pt] of the run of an arm and seed that the search `key` starts from."""
+    run = os.path.join(out, "runs", group_of(cfg, key)["dir"], f"{slug}-s{seed}")
+    return [os.path.join(run, "summary.json"), os.path.join(run, "ckpt.pt")]
 
 
 def chunks(search):
@@ -135,24 +143,17 @@ def hard_targets(problems, hard):
 
 def write_targets(cfg, out):
     """hard_targets.json beside every hard.json of the plan's searches (a search that reuses another's hard file
-    shares its targets file). -> the paths written."""
-    written = []
+    writes the same targets again), one problem a line for a reader."""
     for _, key in CODE_PLANS:
-        if key not in cfg:
-            continue
-        hard_path = path_of(out, cfg, key, "hard")
-        path = targets_path(hard_path)
-        if os.path.isfile(hard_path) and path not in written:
+        hard_path = path_of(out, cfg, key, "hard") if key in cfg else ""
+        if os.path.isfile(hard_path):
             hard = read_json(hard_path)
-            problems = code_problems(cfg, cfg[key]["group"], hard["screened"])
-            content = {"hard": os.path.basename(hard_path), **hard_targets(problems, hard)}
-            rows = content.pop("problems")   # one problem a line, for a reader
-            text = json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n"
+            content = {"hard": os.path.basename(hard_path),
+                       **hard_targets(code_problems(cfg, cfg[key]["group"], hard["screened"]), hard)}
+            rows, path = content.pop("problems"), targets_path(hard_path)
             with open(path + ".tmp", "w") as f:
-                f.write(text)
+                f.write(json.dumps(content)[:-1] + ', "problems": [\n' + ",\n".join(map(json.dumps, rows)) + "\n]}\n")
             os.replace(path + ".tmp", path)
-            written.append(path)
-    return written
 
 
 def search_job(kind, ckpt, search, hard_path, path, chunk):
@@ -177,80 +178,75 @@ def search_job(kind, ckpt, search, hard_path, path, chunk):
 
 
 def unit_files(out, cfg, key, slug, seed):
-    """The files a unit of `key` makes: its pool on the hard problems, then every evolve and sample chunk."""
-    return [path_of(out, cfg, key, "pool", slug, seed)] + [
-        path_of(out, cfg, key, kind, slug, seed, c) for kind in ("evolve", "sample") for c, _, _ in chunks(cfg[key])]
+    """The files a unit of `key` makes: its pool on the hard problems where the unit trains its own weights (they
+    were never screened), then every evolve and sample chunk."""
+    pool = [path_of(out, cfg, key, "pool", slug, seed)] if group_of(cfg, key).get("units") else []
+    return pool + [path_of(out, cfg, key, kind, slug, seed, c) for kind in ("evolve", "sample")
+                   for c, _, _ in chunks(cfg[key])]
 
 
-def unit_job(train, argv, out_dir, log_path, search, hard_path, files):
-    """One unit: train the run (train(argv, out_dir, log_path) -> exit code) unless its weights are here, then its
-    pool on the hard problems and every search chunk not yet done, all from those weights. Search files left
-    without the weights that made them are deleted first: they belong to other weights."""
-    directory = os.path.join(out_dir, argv[argv.index("--run_name") + 1])
-    ckpt = os.path.join(directory, "ckpt.pt")
-    if not (os.path.isfile(ckpt) and os.path.isfile(os.path.join(directory, "summary.json"))):
+def unit_job(out, cfg, key, slug, seed, train=None):
+    """One unit: with train (() -> train.py's exit code), train the run unless its weights are here; then, from the
+    weights at weights(), every file of unit_files not yet done. Search files left without the weights that
+    made them are deleted before training: they belong to other weights."""
+    search, hard, (summary, ckpt) = cfg[key], path_of(out, cfg, key, "hard"), weights(out, cfg, key, slug, seed)
+    files = unit_files(out, cfg, key, slug, seed)
+    if train and not (os.path.isfile(ckpt) and os.path.isfile(summary)):
         if not os.path.isfile(ckpt):
             for path in files:
                 if os.path.isfile(path):
                     os.remove(path)
-        rc = train(argv, out_dir, log_path)
+        rc = train()
         if rc != 0:
             return rc
-    ids = read_json(hard_path)["problems"]
-    pool, searches = files[0], files[1:]
-    if not os.path.isfile(pool):
-        screen_job(ckpt, search["screen_problems"], search["answers"], pool, ids)
-    for path, (kind, chunk) in zip(searches, itertools.product(("evolve", "sample"), chunks(search))):
+    pool = path_of(out, cfg, key, "pool", slug, seed)
+    if pool in files and not os.path.isfile(pool):
+        screen_job(ckpt, search["screen_problems"], search["answers"], pool, read_json(hard)["problems"])
+    for kind, chunk in itertools.product(("evolve", "sample"), chunks(search)):
+        path = path_of(out, cfg, key, kind, slug, seed, chunk[0])
         if not os.path.isfile(path):
-            search_job(kind, ckpt, search, hard_path, path, chunk)
+            search_job(kind, ckpt, search, hard, path, chunk)
     return 0
 
 
-def pending_units(cfg, out, key, train, logs):
-    """The units of a search with a fixed hard file (results/search_jobs.py, top) not yet done: one job per arm and
-    seed of its group, as pending() writes them, each waiting for the hard file; "run": the plan's job it trains."""
-    from results.plan import jobs_of, runs_dir
-    search, hard, jobs = cfg[key], path_of(out, cfg, key, "hard"), []
-    # seed by seed; within a seed the method every pair compares against first (VPO), then the pairs' others
-    order = list(dict.fromkeys([a for a, _ in search["pairs"]] + [b for _, b in search["pairs"]]))
-    runs = [j for j in jobs_of(cfg) if j["group"] == search["group"] and j["slug"] in search["arms"]]
-    for j in sorted(runs, key=lambda j: (j["seed"], order.index(j["slug"]) if j["slug"] in order else len(order))):
-        files = unit_files(out, cfg, key, j["slug"], j["seed"])
-        if all(os.path.isfile(p) for p in files):
-            continue
-        log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
-        jobs.append({"name": f"unit-{j['name']}", "fn": unit_job, "needs": [hard], "makes": files[-1],
-                     "dir": j["dir"], "args": (train, j["argv"], runs_dir(out, j), log, search, hard, files), "run": j,
-                     "trained": os.path.isfile(os.path.join(runs_dir(out, j), j["name"], "ckpt.pt"))})
-    # units whose weights are already here first: they are lost when this machine goes
-    return sorted(jobs, key=lambda j: not j["trained"])
-
-
 def pending(cfg, out, key="search", train=None, logs=None):
-    """The search jobs not yet done, in order, each with the files it waits for:
-    dicts name, fn, args, needs (paths that must exist before it starts), makes (its file), dir.
-    A search with a fixed hard file runs in units (pending_units; train: reproduce.py's train_job, logs: where its
-    logs go); a stopped one has none."""
+    """The search jobs not yet done, in order: dicts name, fn, args, needs (paths that must exist before it
+    starts), makes (its last file), dir. Without a fixed hard file, a screen of every searched checkpoint and the
+    choice of the hard problems come first. Then one unit per arm and seed, seed by seed, VPO (in every pair)
+    first. A unit of a group its search trains (train: reproduce.py's train_job, None: wait for the weights; logs:
+    where its log goes; "run": the plan's job it trains) waits for the hard file; any other unit waits for the
+    weights too. Units whose weights are here go first: they are lost when this machine goes. A stopped search
+    has no jobs."""
+    from results.plan import jobs_of, runs_dir
     search = cfg.get(key)
     if not search or search.get("stopped"):
         return []
-    if "hard" in search:
-        return pending_units(cfg, out, key, train, logs)
-    seeds, where = group_of(cfg, key)["seeds"], group_of(cfg, key).get("dir", "code")
-    jobs, screens = [], []
-    for slug, seed in itertools.product(search["arms"], seeds):
-        ckpt, path = checkpoint(out, cfg, key, slug, seed), path_of(out, cfg, key, "screen", slug, seed)
-        summary = os.path.join(os.path.dirname(ckpt), "summary.json")
-        screens.append(path)
-        jobs.append({"name": f"screen-{slug}-s{seed}", "fn": screen_job, "needs": [summary, ckpt], "makes": path,
-                     "args": (ckpt, search["screen_problems"], search["answers"], path)})
-    hard = path_of(out, cfg, key, "hard")
-    jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard, "args": (search, hard, screens)})
-    for kind, slug, seed, chunk in itertools.product(("evolve", "sample"), search["arms"], seeds, chunks(search)):
-        path = path_of(out, cfg, key, kind, slug, seed, chunk[0])
-        jobs.append({"name": os.path.basename(path)[:-5], "fn": search_job, "needs": [hard], "makes": path,
-                     "args": (kind, checkpoint(out, cfg, key, slug, seed), search, hard, path, chunk)})
-    return [{**j, "dir": where} for j in jobs if not os.path.isfile(j["makes"])]
+    hard, jobs = path_of(out, cfg, key, "hard"), []
+    runs = [j for j in jobs_of(cfg) if j["group"] == search["group"] and j["slug"] in search["arms"]]
+    if "hard" not in search:  # arm by arm, as hard.json lists them
+        screened = sorted(runs, key=lambda j: (search["arms"].index(j["slug"]), j["seed"]))
+        screens = [path_of(out, cfg, key, "screen", j["slug"], j["seed"]) for j in screened]
+        for j, path in zip(screened, screens):
+            run = weights(out, cfg, key, j["slug"], j["seed"])
+            jobs.append({"name": f"screen-{j['name']}", "fn": screen_job, "needs": run, "makes": path,
+                         "args": (run[1], search["screen_problems"], search["answers"], path)})
+        jobs.append({"name": "hard", "fn": write_hard, "needs": screens, "makes": hard,
+                     "args": (search, hard, screens)})
+    jobs = [j for j in jobs if not os.path.isfile(j["makes"])]
+    order = list(dict.fromkeys([a for a, _ in search["pairs"]] + [b for _, b in search["pairs"]]))
+    for j in sorted(runs, key=lambda j: (j["seed"], order.index(j["slug"]) if j["slug"] in order else len(order))):
+        files, run = unit_files(out, cfg, key, j["slug"], j["seed"]), weights(out, cfg, key, j["slug"], j["seed"])
+        if all(os.path.isfile(p) for p in files):
+            continue
+        unit = {"name": f"unit-{j['name']}", "fn": unit_job, "needs": [hard, *run], "makes": files[-1],
+                "args": (out, cfg, key, j["slug"], j["seed"]), "trained": os.path.isfile(run[1])}
+        if j["units"] == key and train:  # the unit trains its run
+            log = os.path.join(logs, f"{j['dir']}-{j['name']}.log")
+            unit.update(needs=[hard], run=j)
+            unit["args"] += (functools.partial(train, j["argv"], runs_dir(out, j), log),)
+        jobs.append(unit)
+    where = group_of(cfg, key)["dir"]
+    return sorted([{**j, "dir": where} for j in jobs], key=lambda j: not j.get("trained", True))
 
 
 HOW = {"evolve": "search", "sample": "sampling"}   # a job kind as the tables and figures name it
@@ -269,6 +265,11 @@ def solved_within(run, budget=None):
             if res["solved_at"] is not None and (budget is None or res["solved_at"] <= budget)}
 
 
+def per_run(found, kind, slug, budget=None):
+    """solved_within of every run of an arm (read_searches's found), one set per run; none where it has no runs."""
+    return [solved_within(r, budget) for r in found[kind].get(slug, [])]
+
+
 def solved_rule(run):
     """The rule by which a search file counts a problem solved: "target" (the kept program equals the target) or
     "reward" (it passes every shown test); files written before search.py recorded the rule are "reward"."""
@@ -281,8 +282,8 @@ def solved_rule(run):
 def target_solved(run, task, problems, budget=None):
     """The problem ids an evolve run solved within `budget` (any budget if None) with a kept program that equals
     the target (task.equals_target), whatever rule the file counted by; problems: indexable by problem id.
-    None for a sampling run, which keeps no programs (its "kind", or, where a file has none, no "best" anywhere)."""
-    if run.get("kind", "evolve" if any("best" in res for res in run["results"]) else "sample") == "sample":
+    None for a sampling run, which keeps no programs."""
+    if run["kind"] == "sample":
         return None
     solved = solved_within(run, budget)
     return {p for p, res in zip(run["problems"], run["results"])
@@ -300,7 +301,7 @@ def read_searches(cfg, out, key="search"):
         paths = [path_of(out, cfg, key, kind, slug, seed, c) for c, _, _ in chunks(search)]
         if all(os.path.isfile(p) for p in paths):
             parts = [read_json(p) for p in paths]
-            joined = {**parts[0], "problems": [i for p in parts for i in p["problems"]],
+            joined = {**parts[0], "kind": kind, "problems": [i for p in parts for i in p["problems"]],
                       "results": [r for p in parts for r in p["results"]],
                       "seconds": sum(p.get("seconds", 0) for p in parts), "rl_seed": seed}  # "seed" is the search's
             found[kind].setdefault(slug, []).append(joined)

@@ -163,9 +163,12 @@ def scalar_step_table(runs, keys, bases, last=False):
 
 
 def compute_seconds(out):
-    """Seconds inside the runs (warm start, RL, evaluations), read back from their files."""
+    """Seconds inside the reproduction's runs (warm start, RL, evaluations), read back from their files; the search
+    experiment's blocks (runs/search-claim*, results/report_claim.py) count their own."""
     total = 0.0
     for root, _, files in os.walk(os.path.join(out, "runs")):
+        if os.path.relpath(root, os.path.join(out, "runs")).startswith("search-claim"):
+            continue
         if "summary.json" in files:
             s = read_json(os.path.join(root, "summary.json"))
             total += s["train_seconds"] + s["eval_seconds"]

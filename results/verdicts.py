@@ -21,46 +21,44 @@ def paired_row(question, metric, d, name_a, name_b, need):
             verdict(d, name_a, name_b, need)]
 
 
+def sign_test(xs, ys):
+    """(a, b, p): the problems some run of one arm solves and no run of the other does (xs, ys: one solved set per
+    run), the reverse, and the plan's sign test of the two counts (search.discordant_test)."""
+    from search import discordant_test, solved_only_by
+    a, b = (len(only) for only in solved_only_by(xs, ys)[:2])
+    return a, b, discordant_test(a, b)
+
+
 def search_rows(cfg, out, key="search_rep"):
-    """Problems the search solved per run at the full budget, per pair of the plan: the run-level row and the
-    registered sign test over problems (Holm over the pairs)."""
+    """Problems the search solved per run at the full budget, per pair of the plan with two runs an arm or more:
+    the run-level row and the registered sign test over problems (Holm over those pairs); then the same per run,
+    counting only kept programs equal to the target (no registered reading)."""
     from results.plan import code_problems, code_task
-    from results.search_jobs import read_searches, solved_within, target_solved
-    from search import discordant_test, holm, solved_only_by
+    from results.search_jobs import NAMES, per_run, read_searches, target_solved
+    from search import holm
     if key not in cfg:
         return []
-    found, hard = read_searches(cfg, out, key)
-    s, rows, ps = cfg[key], [], []
-    for a, b in s["pairs"]:
-        sa, sb = ([solved_within(r) for r in found["evolve"].get(slug, [])] for slug in (a, b))
-        if min(len(sa), len(sb)) < 2:
-            continue
-        only_a, only_b, _ = solved_only_by(sa, sb)
-        ps.append(discordant_test(len(only_a), len(only_b)))
-        rows.append(search_row(a, b, f"problems solved of {len(found['evolve'][a][0]['problems'])} ({s['budget']} "
-                               f"{s['unit']})", [len(x) for x in sa], [len(x) for x in sb], (len(only_a), len(only_b))))
-    for row, p, reject in zip(rows, ps, holm(ps)):
-        na, nb = row[-1]
-        who = row[0].split(": ")[1].split(" − ")
-        row[-1] = (f"{who[0] if na > nb else who[1]} ahead, {max(na, nb)} against {min(na, nb)} problems, p = {p:.2g}"
-                   if reject else f"no difference, {na} against {nb} problems, p = {p:.2g}")
-    if rows and hard:  # the same per run, counting only kept programs equal to the target (no registered reading)
-        task, problems = code_task(cfg, s["group"]), code_problems(cfg, s["group"], hard["screened"])
-        for a, b in s["pairs"]:
-            sa, sb = ([len(target_solved({**r, "kind": "evolve"}, task, problems)) for r in found["evolve"][slug]]
-                      for slug in (a, b))
-            rows.append(search_row(a, b, "the same, programs equal to the target", sa, sb, "-"))
-    return rows
+    (found, hard), s = read_searches(cfg, out, key), cfg[key]
+    pairs = [(a, b) for a, b in s["pairs"] if hard and min(len(found["evolve"].get(x, [])) for x in (a, b)) >= 2]
+    if not pairs:
+        return []
+    tests = [sign_test(per_run(found, "evolve", a), per_run(found, "evolve", b)) for a, b in pairs]
+    task, problems = code_task(cfg, s["group"]), code_problems(cfg, s["group"], hard["screened"])
 
-
-def search_row(a, b, metric, na, nb, registered):
-    """A search row of the verdicts table: problems solved per run of arms a and b, the difference with Welch's
-    interval, the exact label test and its reading, then the registered reading."""
-    from results.search_jobs import NAMES
-    c = label_comparison(na, nb, NAMES[a], NAMES[b])
-    return [f"search: {NAMES[a]} − {NAMES[b]}", metric, " / ".join(map(str, na)) + " against "
-            + " / ".join(map(str, nb)), signed(c.mean, 1), f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}",
-            c.reading, registered]
+    def row(a, b, metric, na, nb, registered):  # label_cells, A's and B's runs in one cell
+        cells = label_cells(na, nb, a, b, digits=1)
+        return [f"search: {NAMES[a]} − {NAMES[b]}", metric, " against ".join(cells[:2]), *cells[2:5], cells[6],
+                registered]
+    rows, same = [], []
+    for (a, b), (na, nb, p), reject in zip(pairs, tests, holm([p for _, _, p in tests])):
+        counts = (f"{NAMES[a] if na > nb else NAMES[b]} ahead, {max(na, nb)} against {min(na, nb)}" if reject
+                  else f"no difference, {na} against {nb}")
+        rows.append(row(a, b, f"problems solved of {len(hard['problems'])} ({s['budget']} {s['unit']})",
+                        [len(x) for x in per_run(found, "evolve", a)], [len(x) for x in per_run(found, "evolve", b)],
+                        f"{counts} problems, p = {p:.2g}"))
+        same.append(row(a, b, "the same, programs equal to the target",
+                        *([len(target_solved(r, task, problems)) for r in found["evolve"][x]] for x in (a, b)), "-"))
+    return rows + same
 
 
 def verdicts_section(cfg, out, records):
@@ -105,39 +103,33 @@ def verdicts_section(cfg, out, records):
                "p (exact, runs)", "reading (runs)", "registered reading"], rows, None) + [""]
 
 
-def run_level_search_lines(found, s, solved, target=None):
+def run_level_search_lines(found, s, target):
     """The search compared with the training run as the unit (results/runstats.py): per pair of the plan and per
-    kind (search, sampling), problems solved per run at the full budget, the exact permutation test of the method
-    labels over runs and Welch's interval; then, for the search, what leaving each run out does to it and to the
-    pre-registered sign test over problems. solved(kind, slug) -> one set of solved problems per run; target(slug)
-    -> the same for the search's kept programs equal to the target (a row "search, equal to the target")."""
-    from results.search_jobs import NAMES
-    from search import discordant_test, solved_only_by
+    kind (search, sampling, and the search's kept programs equal to the target: target, {slug: one set per run}),
+    problems solved per run at the full budget, the exact permutation test of the method labels over runs and
+    Welch's interval; then, for the search, what leaving each run out does to it and to the pre-registered sign
+    test over problems."""
+    from results.search_jobs import NAMES, per_run
     rows, out_rows = [], []
-    sources = [("search", "evolve", lambda slug: solved("evolve", slug)),
-               ("sampling", "sample", lambda slug: solved("sample", slug))]
-    sources += [("search, equal to the target", "evolve", target)] if target else []
-    for how, kind, get in sources:
+    sources = {"search": {a: per_run(found, "evolve", a) for a in found["evolve"]},
+               "sampling": {a: per_run(found, "sample", a) for a in found["sample"]},
+               "search, equal to the target": target}
+    for how, sets in sources.items():
         for a, b in s["pairs"]:
-            if a not in found[kind] or b not in found[kind]:
-                continue
-            sa, sb = get(a), get(b)
+            sa, sb = sets.get(a, []), sets.get(b, [])
             if min(len(sa), len(sb)) < 2:
                 continue
-            rows.append([how, f"{NAMES[a]} − {NAMES[b]}"] + label_cells(sa, sb, a, b))
-            if how != "search":
-                continue
-            for arm, i in [("a", i) for i in range(len(sa))] + [("b", i) for i in range(len(sb))]:
-                ka = [x for j, x in enumerate(sa) if not (arm == "a" and j == i)]
-                kb = [x for j, x in enumerate(sb) if not (arm == "b" and j == i)]
+            counts = [len(x) for x in sa], [len(x) for x in sb]
+            rows.append([how, f"{NAMES[a]} − {NAMES[b]}", *label_cells(*counts, a, b)])
+            left_out = [(a, i) for i in range(len(sa))] + [(b, i) for i in range(len(sb))] if how == "search" else []
+            for slug, i in left_out:
+                ka, kb = (xs[:i] + xs[i + 1:] if arm == slug else xs for arm, xs in ((a, sa), (b, sb)))
                 kept = [len(x) for x in ka], [len(x) for x in kb]
                 left = label_comparison(*kept, NAMES[a], NAMES[b]) if min(map(len, kept)) >= 2 else None
-                only_a, only_b, _ = solved_only_by(ka, kb)
-                run = found[kind][a if arm == "a" else b][i]["rl_seed"]
-                out_rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[a if arm == 'a' else b]} s{run}",
+                na, nb, p = sign_test(ka, kb)
+                out_rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[slug]} s{found['evolve'][slug][i]['rl_seed']}",
                                  signed(left.mean, 2) if left else "-", f"{left.p:.3g}" if left else "-",
-                                 f"{len(only_a)} against {len(only_b)}",
-                                 f"{discordant_test(len(only_a), len(only_b)):.3g}"])
+                                 f"{na} against {nb}", f"{p:.3g}"])
     if not rows:
         return []
     lines = [f"The run-level test (the reading): problems solved per training run at the full budget "
@@ -153,11 +145,10 @@ def run_level_search_lines(found, s, solved, target=None):
     return lines
 
 
-def label_cells(sa, sb, a, b):
-    """Per-run counts of two arms' solved sets, the difference, Welch's interval, the exact label test's p, its
-    floor and the reading (results/runstats.py)."""
+def label_cells(na, nb, a, b, digits=2):
+    """Per-run counts of two arms (slugs a, b), the difference of their means (to `digits` decimals), Welch's
+    interval, the exact label test's p, its floor and the reading (results/runstats.py)."""
     from results.search_jobs import NAMES
-    na, nb = [len(x) for x in sa], [len(x) for x in sb]
     c = label_comparison(na, nb, NAMES[a], NAMES[b])
-    return [" / ".join(map(str, na)), " / ".join(map(str, nb)), signed(c.mean, 2),
+    return [" / ".join(map(str, na)), " / ".join(map(str, nb)), signed(c.mean, digits),
             f"[{signed(c.low, 1)}, {signed(c.high, 1)}]", f"{c.p:.3g}", f"{c.floor:.3g}", c.reading]

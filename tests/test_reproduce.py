@@ -158,12 +158,11 @@ def test_finished_runs_are_skipped_from_their_committed_files(tmp_path):
     assert failed[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
                           "screen-vpo-s0", "screen-vpo-s1"] and "hard" in failed
     assert {"unit-grpo-s0", "unit-vpo-s0"} <= set(failed)              # the units wait for v2's hard problems
-    units = search_jobs.pending(cfg, str(tmp_path), "search_rep", None, str(tmp_path))
-    for j in search_jobs.pending(cfg, str(tmp_path)):  # committed search files: nothing left to do
-        search_jobs.write_json(j["makes"], {})
-    for j in units:                                    # a finished unit: its pool and every chunk
-        for path in j["args"][-1]:
-            search_jobs.write_json(path, {})
+    for key in ("search", "search_rep"):  # committed search files: the screens, the hard problems, every unit's
+        for j in search_jobs.pending(cfg, str(tmp_path), key, None, str(tmp_path)):
+            unit = search_jobs.unit_files(str(tmp_path), cfg, key, *j["args"][3:5]) if j["name"].startswith("unit") else []
+            for path in [j["makes"], *unit]:
+                search_jobs.write_json(path, {})
     assert reproduce.run_all(cfg, str(tmp_path), jobs=1) == []
     assert not list((tmp_path / "runs").glob("*/*/ckpt.pt"))
 
@@ -286,7 +285,7 @@ def test_forms_per_family_by_hand():
     cache = {"targets": [["max(-x+7,2)", "clamp"], ["abs(x-1)", "distance"]],
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""], ["abs(x)", "x%2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], ["abs(x-1)", "3 if x<0 else 2 if x<4 else 3"]]}}
-    lines = report_code.family_forms_table(cache, "answers.json")
+    lines = report_code.forms_tables(cache, "answers.json")
     # clamp: 4 written answers, 2 min/max, 1 three-level; distance: 4 answers, 2 abs, 1 three-level
     assert "| vpo | 0.50 / 0.25 | 0.50 / 0.25 |" in lines
 
@@ -322,7 +321,7 @@ def test_answer_forms_by_hand():
              "vpo-s0": {"answers": [["1 if x<0 else 2 if x<4 else 3", "max(x,2)", ""],
                                     ["9 if x<0 else 1 if x<1 else 2"]]},
              "vpo-s1": {"answers": [["max(-x+7,2)", "abs(x)"], []]}}
-    lines = report_code.forms_table(cache)
+    lines = report_code.forms_tables(cache, "answers.json")
     # only problem 0 counts (problem 1's target is three levels); vpo's 4 written answers there: 1 three-level,
     # 2 min/max, 1 abs
     assert "| vpo | 4 | 0.25 | 0.25 | 0.00 | 0.00 | 0.50 | 0.00 | 0.00 |" in lines

@@ -21,21 +21,22 @@ def test_hard_problems_are_those_no_checkpoint_solved():
 
 
 def test_search_jobs_wait_for_the_files_they_need(tmp_path):
-    """Screens wait for their run's summary, the choice of problems for every screen, the searches for it; a
-    finished file is not redone."""
+    """Screens wait for their run's weights, the choice of problems for every screen, the units for it and for
+    their weights; a finished file is not redone."""
     from results import search_jobs
     cfg = plan.QUICK
     jobs = search_jobs.pending(cfg, str(tmp_path))
     names = [j["name"] for j in jobs]
-    assert names[:6] == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
-                         "screen-vpo-s0", "screen-vpo-s1"] and names[6] == "hard"
-    assert len(names) == 6 + 1 + 2 * 6 * 2                              # (evolve, sample) x 6 checkpoints x 2 chunks
-    assert names[7:9] == ["evolve-grpo-s0-c0", "evolve-grpo-s0-c1"]
-    hard = next(j for j in jobs if j["name"] == "hard")
+    assert names == ["screen-grpo-s0", "screen-grpo-s1", "screen-grpo_matched-s0", "screen-grpo_matched-s1",
+                     "screen-vpo-s0", "screen-vpo-s1", "hard", "unit-vpo-s0", "unit-grpo-s0",
+                     "unit-grpo_matched-s0", "unit-vpo-s1", "unit-grpo-s1", "unit-grpo_matched-s1"]
+    hard = jobs[6]
     assert hard["needs"] == [j["makes"] for j in jobs[:6]]
-    assert all(j["needs"] == [hard["makes"]] for j in jobs[7:])
     run = tmp_path / "runs" / "code-v2" / "grpo-s0"
     assert jobs[0]["needs"] == [str(run / "summary.json"), str(run / "ckpt.pt")]
+    assert jobs[8]["needs"] == [hard["makes"], str(run / "summary.json"), str(run / "ckpt.pt")]
+    # a unit of v2's search trains nothing and samples no pool (its weights were screened): its chunks only
+    assert len(jobs[8]["args"]) == 5 and len(search_jobs.unit_files(str(tmp_path), cfg, "search", "grpo", 0)) == 4
     search_jobs.write_json(jobs[0]["makes"], {})
     assert "screen-grpo-s0" not in [j["name"] for j in search_jobs.pending(cfg, str(tmp_path))]
 
@@ -46,22 +47,26 @@ def test_a_unit_never_searches_from_weights_it_did_not_train(tmp_path):
     from results import search_jobs
     cfg, out = plan.QUICK, str(tmp_path)
     assert search_jobs.pending(plan.FULL, out) == []                    # v2's own search: stopped
-    logs = str(tmp_path / "logs")
-    jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
-    # seed by seed, VPO (in every pair) first, then the pairs' other methods
+    logs, calls = str(tmp_path / "logs"), []
+
+    def train(*args):  # reproduce.py's train_job: here it records its arguments and fails
+        calls.append(args)
+        return 1
+    jobs = search_jobs.pending(cfg, out, "search_rep", train=train, logs=logs)
+    # seed by seed, VPO (in every pair) first, then the pairs' others
     assert [j["name"] for j in jobs] == ["unit-vpo-s0", "unit-grpo-s0", "unit-grpo_matched-s0"]
     assert all(j["needs"] == [str(tmp_path / "runs/code-v2/search/hard.json")] for j in jobs)
     (tmp_path / "runs" / "code-v2-rep" / "grpo_matched-s0").mkdir(parents=True)
     (tmp_path / "runs" / "code-v2-rep" / "grpo_matched-s0" / "ckpt.pt").write_text("weights")
-    jobs = search_jobs.pending(cfg, out, "search_rep", train="TRAIN", logs=logs)
+    jobs = search_jobs.pending(cfg, out, "search_rep", train=train, logs=logs)
     assert [j["name"] for j in jobs] == ["unit-grpo_matched-s0", "unit-vpo-s0", "unit-grpo-s0"]  # weights here: first
-    fn, (train, argv, out_dir, log, search, hard, files) = jobs[2]["fn"], jobs[2]["args"]
-    assert train == "TRAIN"                                             # reproduce.py's train_job, handed through
+    files = search_jobs.unit_files(out, cfg, "search_rep", "grpo", 0)
     for path in files[:2]:                                              # left by a unit cut short elsewhere
         search_jobs.write_json(path, {"from": "weights that are gone"})
-    calls = []
-    assert fn(lambda *a: calls.append(a) or 1, argv, out_dir, log, search, hard, files) == 1  # training failed
-    assert calls == [(argv, out_dir, log)] and not any(os.path.isfile(p) for p in files)
+    assert jobs[2]["fn"](*jobs[2]["args"]) == 1                         # training failed
+    run = jobs[2]["run"]
+    assert calls == [(run["argv"], str(tmp_path / "runs" / "code-v2-rep"), os.path.join(logs, "code-v2-rep-grpo-s0.log"))]
+    assert not any(os.path.isfile(p) for p in files)
 
 
 def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
@@ -165,8 +170,6 @@ def test_target_solved_counts_kept_programs_equal_to_the_target():
     assert search_jobs.target_solved(run, task, problems, budget=40) == {0}
     assert search_jobs.target_solved({"kind": "sample", **{k: run[k] for k in ("problems", "results")}}, task,
                                      problems) is None
-    no_kind = {"problems": [0], "results": [{"solved_at": 3, "used": 3}]}   # no kind, no program kept: sampling
-    assert search_jobs.target_solved(no_kind, task, problems) is None
     # the rule a file counted by: none recorded is the shown tests ("reward"); a file never mixes two
     assert search_jobs.solved_rule(run) == "reward"
     assert search_jobs.solved_rule({"results": [{"solved_at": 4, "solved_by": "target"}]}) == "target"
@@ -192,12 +195,13 @@ def test_the_committed_hard_targets_are_the_hard_problems():
             assert row["table"] == execute(row["target"], DOMAIN)
             assert [row["table"][x - DOMAIN[0]] for x in row["inputs"] + row["hidden_inputs"]] == \
                 row["outputs"] + row["hidden_outputs"]
-        counts = kept_programs.kept_counts(search_jobs.search_dir(out, plan.FULL, key), committed)
         task = plan.code_task(plan.FULL, plan.FULL[key]["group"])
         found, _ = search_jobs.read_searches(plan.FULL, out, key)
+        counts = kept_programs.kept_counts(found, committed)
+        assert len(counts) == sum(map(len, found["evolve"].values())), key
         for slug, runs in found["evolve"].items():
             for r in runs:
-                solved, same, _, _ = counts[(slug, r["rl_seed"])]
+                solved, same, _ = counts[(slug, r["rl_seed"])]
                 assert solved == len(search_jobs.solved_within(r)), (key, slug)
                 assert same == len(search_jobs.target_solved(r, task, problems)), (key, slug)
 
