@@ -24,9 +24,7 @@ Resumable: a run whose summary.json exists is skipped, an interrupted one is res
 docs/compare.md says how to read compare.md.
 """
 import argparse
-import concurrent.futures as cf
 import json
-import multiprocessing
 import os
 import re
 import shlex
@@ -34,59 +32,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from results.jobs import InProcess, base_file, one_thread, one_thread_env, train_job
+from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
 from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
-from results.schedule import run_queue
 from results.tables import RUN_HEADER, metric_lines, paired, paired_lines, run_level, run_note, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OWNED = ("algo", "seed", "run_name", "out_dir", "resume", "overwrite")   # train.py flags this command sets per run
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
 METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
            "E_w[best@k]": "E_w[best@k]"}
 PAIRED = ("pooled_best@k", "pass@k", "E_w[best@k]")   # the metrics whose paired differences compare.md tabulates
 HEADLINE = "pooled_best@k"
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One method of a comparison: its name in the tables, its run directories (SLUG-sSEED), its train.py flags
-    (--algo among them), its seeds (None: the comparison's) and the directory --report reads its runs from (None:
-    the comparison's; a configuration of record may read an arm from another experiment's directory)."""
-    label: str
-    slug: str
-    flags: tuple
-    seeds: tuple = None
-    dir: str = None
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
-    of an arm uses --seed r), the train.py flags every run shares, and where --report reads the runs (None: the
-    runs/ directory of --out)."""
-    arms: tuple
-    seeds: tuple
-    train_args: tuple
-    dir: str = None
-
-    def argv(self, arm, seed):
-        """train.py's command line of one run, without --out_dir; each arm's first run also evaluates the base."""
-        return [*self.train_args, *arm.flags, "--seed", str(seed), "--run_name", run_name(arm, seed),
-                *(["--no_base_eval"] if seed != self.seeds_of(arm)[0] else []), "--quiet"]
-
-    def seeds_of(self, arm):
-        return arm.seeds or self.seeds
-
-
-def run_name(arm, seed):
-    return f"{arm.slug}-s{seed}"
 
 
 def run_path(out, arm, seed):
@@ -156,64 +115,6 @@ def parse_command(argv):
     return Setup(tuple(map(algo_arm, algos)), tuple(range(args.runs)), tuple(train_args)), out, args.jobs, args.report
 
 
-KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
-        "arms": list, "dir": str}
-ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
-
-
-def read_config(path):
-    """A configuration file (JSON; docs/compare.md) as the comparison it describes. "dir" (of the file or of an arm)
-    is where --report reads the runs, relative to the repository root. A mistake raises UsageError naming the file."""
-    import train
-    try:
-        with open(path) as f:
-            c = json.load(f)
-    except OSError as e:
-        raise UsageError(f"--config {path}: {e.strerror}")
-    except ValueError as e:
-        raise UsageError(f"--config {path}: not a JSON file ({e})")
-
-    def checked(d, keys, where, needed):
-        if not isinstance(d, dict):
-            raise UsageError(f"--config {path}: {where} is not an object")
-        for key in sorted(set(d) - set(keys)) + [k for k in needed if k not in d]:
-            raise UsageError(f"--config {path}: {where}: " + (f"unknown key {key!r} (keys: {', '.join(keys)})"
-                                                              if key not in keys else f"no {key!r}"))
-        for key, kind in keys.items():
-            if key in d and not isinstance(d[key], kind) or key in ("seeds", "flags", "task_opt") and not all(
-                    isinstance(x, int if key == "seeds" else str) for x in d.get(key, [])):
-                raise UsageError(f"--config {path}: {where}: {key!r} is not {kind.__name__}"
-                                 + (" of " + ("integers" if key == "seeds" else "strings") if kind is list else ""))
-        return d
-    checked(c, KEYS, "the file", ("task", "seeds", "arms"))
-    if len(set(c["seeds"])) < 2:
-        raise UsageError(f"--config {path}: a comparison over runs needs at least two seeds, got {c['seeds']}")
-    arms = []
-    for i, a in enumerate(c["arms"]):
-        a = checked(a, ARM_KEYS, f"arm {i}", ("label", "slug", "flags"))
-        try:
-            given = given_flags(train.get_parser(), a["flags"])
-        except UsageError as e:
-            raise UsageError(f"--config {path}: arm {a['label']!r}: {e}")
-        if "algo" not in given or set(given) & set(OWNED[1:]) or not re.fullmatch(r"[\w.-]+", a["slug"]):
-            raise UsageError(f"--config {path}: arm {a['label']!r} needs --algo, a slug of letters, digits, '_', '.' "
-                             f"or '-', and none of --{', --'.join(OWNED[1:])}")
-        arms.append(Arm(a["label"], a["slug"], tuple(a["flags"]), tuple(a.get("seeds", ())) or None,
-                        a.get("dir") and os.path.join(ROOT, a["dir"])))
-    if len(arms) < 2 or len({a.label for a in arms}) < len(arms) or len({a.slug for a in arms}) < len(arms):
-        raise UsageError(f"--config {path}: a comparison needs two arms or more, with different labels and slugs")
-    train_args = ["--task", c["task"], *[a for o in c.get("task_opt", []) for a in ("--task_opt", o)],
-                  *[a for key in ("steps", "eval_every") if key in c for a in (f"--{key}", str(c[key]))],
-                  *c.get("flags", [])]
-    try:
-        owned = [k for k in OWNED if k in given_flags(train.get_parser(), train_args)]
-    except UsageError as e:
-        raise UsageError(f"--config {path}: {e}")
-    if owned:
-        raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
-    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]))
-
-
 def settings(setup):
     """The train.py settings every run shares, as train.py parses them (JSON-like): what config.json records."""
     import train
@@ -262,21 +163,20 @@ def check(setup, out, report=False):
 # ---------------------------------------------------------------------------------------------------- runs
 def pending(setup, out):
     """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
-    return [(arm, seed) for seed in sorted({s for arm in setup.arms for s in setup.seeds_of(arm)})
-            for arm in setup.arms if seed in setup.seeds_of(arm)
-            and not os.path.isfile(os.path.join(run_path(out, arm, seed), "summary.json"))]
+    return [(arm, seed) for arm, seed in setup.runs()
+            if not os.path.isfile(os.path.join(run_path(out, arm, seed), "summary.json"))]
 
 
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other). A run waits while another trains its warm start (results/schedule.py). job(argv, out_dir, log) ->
+    the other). A run waits while another trains its warm start (results/jobs.py). job(argv, out_dir, log) ->
     exit code: one run (default train_job). echo: one line per finished run. -> [(slug, seed)] of the runs that
     failed."""
     runs, logs, failed, t0 = os.path.join(out, "runs"), os.path.join(out, "logs"), [], time.perf_counter()
-    total = sum(len(setup.seeds_of(arm)) for arm in setup.arms)
+    total = len(setup.runs())
     os.makedirs(logs, exist_ok=True)
-    queue = [{"arm": arm, "seed": seed, "fn": job or train_job, "base": base_file(setup.argv(arm, seed), runs),
-              "args": (setup.argv(arm, seed), runs, os.path.join(logs, f"{run_name(arm, seed)}.log"))}
+    queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed), runs,
+                                                      os.path.join(logs, f"{run_name(arm, seed)}.log"))}
              for arm, seed in pending(setup, out)]
 
     def ended(j, rc, left):
@@ -286,9 +186,7 @@ def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
         echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
              + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
                 f"{run_name(arm, seed)}.log") + f" ({total - left} of {total})")
-    with one_thread_env(), InProcess() if in_process else cf.ProcessPoolExecutor(
-            jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread) as pool:
-        run_queue(pool, queue, jobs, lambda j: None, ended, poll=1)
+    run_queue(queue, jobs, lambda j: None, ended, poll=1, in_process=in_process)
     return failed
 
 

@@ -1,33 +1,133 @@
 """
-Running train.py as jobs, shared by results/compare.py and results/reproduce.py: one run in a worker process with
-one torch thread (train_job resumes a run with a checkpoint and overwrites a directory without one), the warm start
-a run will start from (base_file) and its cache key, and an in-process executor for the tests.
+Running train.py as jobs, shared by results/compare.py and results/reproduce.py: a comparison as its configuration
+describes it (read_config, Setup: every run's train.py command line, in the order the runs start), one run in a
+worker process with one torch thread (train_job resumes a run with a checkpoint and overwrites a directory without
+one), the warm start a run will start from (base_file) and its cache key, and a queue of jobs (run_queue): jobs
+start in order once the files they need exist, and a run never starts while a running job trains the warm start
+it needs; in worker processes, or in this process (the tests).
 """
 import concurrent.futures as cf
 import contextlib
+import json
+import multiprocessing
 import os
+import re
+import shutil
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OWNED = ("algo", "seed", "run_name", "out_dir", "resume", "overwrite")   # train.py flags set per run, not shared
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One method of a comparison: its name in the tables, its run directories (SLUG-sSEED), its train.py flags
+    (--algo among them), its seeds (None: the comparison's) and the directory --report reads its runs from (None:
+    the comparison's; a configuration of record may read an arm from another experiment's directory)."""
+    label: str
+    slug: str
+    flags: tuple
+    seeds: tuple = None
+    dir: str = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
+    of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
+    directory of --out), and the arms whose first run evaluates the base (their slugs; None: every arm's)."""
+    arms: tuple
+    seeds: tuple
+    train_args: tuple
+    dir: str = None
+    base_evals: tuple = None
+
+    def argv(self, arm, seed):
+        """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
+        base = seed == self.seeds_of(arm)[0] and (self.base_evals is None or arm.slug in self.base_evals)
+        return [*self.train_args, *arm.flags, "--seed", str(seed), "--run_name", run_name(arm, seed),
+                *([] if base else ["--no_base_eval"]), "--quiet"]
+
+    def seeds_of(self, arm):
+        return arm.seeds or self.seeds
+
+    def runs(self):
+        """[(arm, seed)] of every run, seed by seed (a comparison cut short has every arm for its first seeds)."""
+        return [(arm, seed) for seed in sorted({s for arm in self.arms for s in self.seeds_of(arm)})
+                for arm in self.arms if seed in self.seeds_of(arm)]
+
+
+def run_name(arm, seed):
+    return f"{arm.slug}-s{seed}"
+
+
+KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
+        "arms": list, "dir": str}
+ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
+
+
+def read_config(path):
+    """A configuration file (JSON; docs/compare.md) as the comparison it describes. "dir" (of the file or of an arm)
+    is where --report reads the runs, relative to the repository root. A mistake raises UsageError naming the file."""
+    import train
+    from runs.cli import UsageError, given_flags
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--config {path}: {e.strerror}")
+    except ValueError as e:
+        raise UsageError(f"--config {path}: not a JSON file ({e})")
+
+    def checked(d, keys, where, needed):
+        if not isinstance(d, dict):
+            raise UsageError(f"--config {path}: {where} is not an object")
+        for key in sorted(set(d) - set(keys)) + [k for k in needed if k not in d]:
+            raise UsageError(f"--config {path}: {where}: " + (f"unknown key {key!r} (keys: {', '.join(keys)})"
+                                                              if key not in keys else f"no {key!r}"))
+        for key, kind in keys.items():
+            if key in d and not isinstance(d[key], kind) or key in ("seeds", "flags", "task_opt") and not all(
+                    isinstance(x, int if key == "seeds" else str) for x in d.get(key, [])):
+                raise UsageError(f"--config {path}: {where}: {key!r} is not {kind.__name__}"
+                                 + (" of " + ("integers" if key == "seeds" else "strings") if kind is list else ""))
+        return d
+    checked(c, KEYS, "the file", ("task", "seeds", "arms"))
+    if len(set(c["seeds"])) < 2:
+        raise UsageError(f"--config {path}: a comparison over runs needs at least two seeds, got {c['seeds']}")
+    arms = []
+    for i, a in enumerate(c["arms"]):
+        a = checked(a, ARM_KEYS, f"arm {i}", ("label", "slug", "flags"))
+        try:
+            given = given_flags(train.get_parser(), a["flags"])
+        except UsageError as e:
+            raise UsageError(f"--config {path}: arm {a['label']!r}: {e}")
+        if "algo" not in given or set(given) & set(OWNED[1:]) or not re.fullmatch(r"[\w.-]+", a["slug"]):
+            raise UsageError(f"--config {path}: arm {a['label']!r} needs --algo, a slug of letters, digits, '_', '.' "
+                             f"or '-', and none of --{', --'.join(OWNED[1:])}")
+        arms.append(Arm(a["label"], a["slug"], tuple(a["flags"]), tuple(a.get("seeds", ())) or None,
+                        a.get("dir") and os.path.join(ROOT, a["dir"])))
+    if len(arms) < 2 or len({a.label for a in arms}) < len(arms) or len({a.slug for a in arms}) < len(arms):
+        raise UsageError(f"--config {path}: a comparison needs two arms or more, with different labels and slugs")
+    train_args = shared_args(c)
+    try:
+        owned = [k for k in OWNED if k in given_flags(train.get_parser(), train_args)]
+    except UsageError as e:
+        raise UsageError(f"--config {path}: {e}")
+    if owned:
+        raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
+    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]))
+
+
+def shared_args(c):
+    """The train.py flags every run of a configuration (as its file has it) shares: the task and its options, the
+    RL steps, the evaluation interval and the flags."""
+    return ["--task", c["task"], *[a for o in c.get("task_opt", []) for a in ("--task_opt", o)],
+            *[a for key in ("steps", "eval_every") if key in c for a in (f"--{key}", str(c[key]))], *c.get("flags", [])]
 
 
 def one_thread():
     import torch
     torch.set_num_threads(1)
-
-
-class InProcess:
-    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
-    def submit(self, fn, *args):
-        future = cf.Future()
-        try:
-            future.set_result(fn(*args))
-        except Exception as e:   # as a worker would report it
-            future.set_exception(e)
-        return future
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def base_file(argv, out_dir):
@@ -76,3 +176,78 @@ def one_thread_env(on=True):
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = saved
+
+
+class InProcess:
+    """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
+    def submit(self, fn, *args):
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:   # as a worker would report it
+            future.set_exception(e)
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def train_entry(job, argv, runs, log):
+    """The queue entry of one run: job(argv, runs, log) -> exit code (results.jobs.train_job: train.py with
+    --out_dir runs), from the warm start train.py resolves for it."""
+    return {"fn": job, "args": (argv, runs, log), "base": base_file(argv, runs)}
+
+
+def share_base(path, paths):
+    """A base missing at `path` that another group's directory already holds under the same cache key is copied
+    there (atomically, with its log), so that each warm start is trained once per reproduction."""
+    if os.path.isfile(path):
+        return
+    for other in paths:
+        if other != path and cache_key(other) == cache_key(path) and os.path.isfile(other):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            log = os.path.join(os.path.dirname(other), "log.jsonl")
+            if os.path.isfile(log):
+                shutil.copyfile(log, os.path.join(os.path.dirname(path), "log.jsonl"))
+            shutil.copyfile(other, path + ".tmp")
+            os.replace(path + ".tmp", path)
+            return
+
+
+def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
+    """Run the jobs of `queue` in its order, at most `slots` at a time in spawned worker processes (one torch thread
+    each where `one`; in_process: in this process, one job after another). A job is a dict: fn and args (what
+    runs), needs (files that must exist first; optional), base (the warm start's ckpt.pt it trains from; optional).
+    A job whose warm start a running job is training waits for it (in a worker it would wait on train.py's lock).
+    started(job) and ended(job, exit code, jobs not yet ended) are called as jobs start and end; poll: seconds
+    between looks. -> the jobs that could never start (nothing ran and the files they need were missing)."""
+    queue, running = list(queue), {}
+    bases = [j["base"] for j in queue if j.get("base")]
+    with one_thread_env(one), InProcess() if in_process else cf.ProcessPoolExecutor(
+            slots, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread if one else None) as pool:
+        while queue or running:
+            busy = {cache_key(j["base"]) for j in running.values() if j.get("base")}
+            for j in list(queue):
+                if len(running) >= slots:
+                    break
+                if not all(os.path.isfile(p) for p in j.get("needs", ())):
+                    continue
+                if j.get("base"):
+                    share_base(j["base"], bases)
+                    if cache_key(j["base"]) in busy and not os.path.isfile(j["base"]):
+                        continue
+                    busy.add(cache_key(j["base"]))
+                queue.remove(j)
+                started(j)
+                running[pool.submit(j["fn"], *j["args"])] = j
+            if not running:
+                return queue
+            done, _ = cf.wait(running, timeout=poll, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                j = running.pop(future)
+                ended(j, future.result() if future.exception() is None else repr(future.exception()),
+                      len(queue) + len(running))
+    return []

@@ -8,18 +8,17 @@ arm, seed and evaluation, then the tables and figures.
     python -m results.reproduce --part code # only the code comparison and its search (results/PLAN_CODE.md)
     python -m results.reproduce --part review  # equal compute, ablations, coverage, geometry (results/PLAN_REVIEW.md)
 
-Arms (MAIN, BASELINES and CODE in results/plan.py; the plans say why each is there), every answer in its own room
-(sample.AnswerBudget); the maze arms from the default `routes` warm start:
-  main       GRPO and VPO, 3 RL seeds, trained long enough for GRPO to narrow (1000 steps), evaluated at 4 points
-             along training on the same held-out mazes, weights kept at those evaluations.
-  baselines  Max@k (the paper's strongest scalar baseline) and Multi-RLVR (VPO's answer format, scalar reward),
-             seed 0 first, then seeds 1 and 2.
-  code       the code task, plan v2 (results/PLAN_CODE.md): GRPO, matched GRPO (VPO's answers per prompt),
-             Multi-RLVR and VPO, 3 seeds, 500 steps, under runs/code-v2/; then the search stage
-             (results/search_jobs.py): the final GRPO, matched-GRPO and VPO weights screened for the held-out
-             problems none solves, evolutionary search and plain sampling from each with the same budget.
-             (v1's code runs, superseded, stay committed under runs/code/; results/superseded/code_v1.md keeps
-             their tables.)
+Each group of results/plan.py trains the arms of a configuration of record (results/experiments/NAME.json, whose
+"about" says what they compare), every run the one `python -m results.compare --config` makes of it (the plan says
+which first runs evaluate the base); the maze arms from the default `routes` warm start, every answer in its own
+room (sample.AnswerBudget):
+  main, baselines  maze v3: GRPO and VPO seed by seed first, then Max@k (the paper's strongest scalar baseline)
+             and Multi-RLVR (VPO's answer format, scalar reward); 1000 RL steps, long enough for GRPO to narrow,
+             evaluated at 4 points on the same held-out mazes, weights kept at those evaluations.
+  code       code v2 (results/PLAN_CODE.md), then the search stage (results/search_jobs.py): the final GRPO,
+             matched-GRPO and VPO weights screened for the held-out problems none solves, evolutionary search and
+             plain sampling from each with the same budget. (v1's code runs, superseded, stay committed under
+             runs/code/; results/superseded/code_v1.md keeps their tables.)
 
 Each run is train.py in its own process (one torch thread each when --jobs > 1), under <out>/runs/DIR/, sharing
 the cached warm start. Resumable in pieces: a finished run (its summary.json, committed with log.jsonl and
@@ -27,17 +26,14 @@ eval.jsonl under results/runs/) is skipped, an interrupted one resumed from its 
 results.md is rewritten after every finished run. Tables: report.py; figures: figures.py.
 """
 import argparse
-import concurrent.futures as cf
 import json
-import multiprocessing
 import os
 import sys
 import time
 
 from results import review_jobs, search_jobs
-from results.jobs import base_file, one_thread, one_thread_env, train_job
+from results.jobs import base_file, run_queue, train_entry, train_job
 from results.plan import CODE_PART, FULL, GROUPS, MAZE, QUICK, REVIEW, jobs_of, run_dir, runs_dir
-from results.schedule import run_queue
 
 
 def run_all(cfg, out, jobs=2, report=None, groups=None):
@@ -47,21 +43,16 @@ def run_all(cfg, out, jobs=2, report=None, groups=None):
     the files they need exist.
     groups: only the runs of these plan groups (default all); the search jobs come with "code"."""
     groups = groups or [g for g in GROUPS if g in cfg]
-    train_jobs = [{**j, "base": base_path(j, out)} for j in jobs_of(cfg) if j["group"] in groups and not j["units"]
-                  and not finished(cfg, out, j)]
     logs = os.path.join(out, "runs", "logs")
+    train = [{**j, **train_entry(train_job, j["argv"], runs_dir(out, j),
+                                 os.path.join(logs, f"{j['dir']}-{j['name']}.log"))}
+             for j in jobs_of(cfg) if j["group"] in groups and not j["units"] and not finished(cfg, out, j)]
     search = search_jobs.pending(cfg, out) if "code" in groups else []
     if "code_rep" in groups and "code_rep" in cfg:  # the search's units train their own runs (search_jobs.py)
         search += search_jobs.pending(cfg, out, "search_rep", train_job, logs)
     search += review_jobs.pending(cfg, out, groups)
     os.makedirs(logs, exist_ok=True)
-    with one_thread_env(jobs > 1):
-        return run_jobs(out, search, train_jobs, jobs, logs, report)
-
-
-def base_path(job, out):
-    """The cached warm start this job's run uses, as train.py resolves it."""
-    return base_file(job["argv"], runs_dir(out, job))
+    return run_jobs(out, search, train, jobs, report)
 
 
 def finished(cfg, out, job):
@@ -74,13 +65,13 @@ def finished(cfg, out, job):
                                                                  or all(os.path.isfile(p) for p in read))
 
 
-def run_jobs(out, search, train_jobs, jobs, logs, report=None):
-    """Run the search and read-back jobs, then the training runs (each with its "base"), `jobs` at a time in worker
-    processes (results/schedule.py). A job that ends a result goes first, so that a stop leaves it committed.
-    One line per start and end; report() after each end. -> the names of the jobs that failed."""
-    queue = [{**j, "base": base_path(j["run"], out)} if "run" in j else j for j in search]
-    queue += [{**j, "fn": train_job, "args": (j["argv"], runs_dir(out, j),
-                                              os.path.join(logs, f"{j['dir']}-{j['name']}.log"))} for j in train_jobs]
+def run_jobs(out, search, train, jobs, report=None):
+    """Run the search and read-back jobs, then the training runs (queue entries of results/jobs.py), `jobs` at a
+    time in worker processes (one torch thread each when jobs > 1). A job that ends a result goes first, so that a
+    stop leaves it committed. One line per start and end; report() after each end. -> the names of the jobs that
+    failed."""
+    queue = [{**j, "base": base_file(j["run"]["argv"], runs_dir(out, j["run"]))} if "run" in j else j
+             for j in search] + train
     failed, t0, started = [], time.perf_counter(), time.time()
 
     def say(what, j, how=""):
@@ -96,9 +87,7 @@ def run_jobs(out, search, train_jobs, jobs, logs, report=None):
         started = time.time()
         if report:
             report()
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                initializer=one_thread if jobs > 1 else None) as pool:
-        stuck = run_queue(pool, queue, jobs, lambda j: say("start", j), ended, poll=10)
+    stuck = run_queue(queue, jobs, lambda j: say("start", j), ended, poll=10, one=jobs > 1)
     if stuck:  # nothing runs and nothing can start: what the search needs failed to appear
         missing = sorted({p for j in stuck for p in j["needs"] if not os.path.isfile(p)})
         print(f"cannot start {', '.join(j['name'] for j in stuck)}: missing {', '.join(missing)} (a clone holds no "

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from results import plan, report_code, reproduce, schedule, tables
+from results import plan, report_code, reproduce, tables
+from results.jobs import share_base
 from tasks import get_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,10 +46,12 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
     for caption in captions:
         assert caption in text, caption
     # the per-step tables have a row per arm and evaluation step, each with its seeds
-    for label, _, _ in plan.MAIN:
+    labels = {group: {j["label"] for j in plan.jobs_of(plan.QUICK) if j["group"] == group} for group in plan.MAZE}
+    assert labels == {"main": {"GRPO", "VPO"}, "baselines": {"Max@k", "Multi-RLVR"}}
+    for label in labels["main"]:
         for step in (1, 2, 3, 4):
             assert re.search(rf"^\| {re.escape(label)} \| {step} \| 2 \|", text, re.M), (label, step)
-    for label, _, _ in plan.BASELINES:
+    for label in labels["baselines"]:
         assert re.search(rf"^\| {re.escape(label)} \| 4 \| 1 \|", text, re.M), label
     # the paired table has every evaluation step and k of the plan
     assert re.search(r"^\| 2 \| k=48 \| [+-]", text, re.M) and re.search(r"^\| 4 \| k=3 \| [+-]", text, re.M)
@@ -103,18 +106,24 @@ def test_the_job_list_is_the_plan():
         {name: (v2[name], "search_rep") for name in v2 if not name.startswith("multi_rlvr")}
     matched = next(j for j in jobs if j["group"] == "code" and j["slug"] == "grpo_matched")
     assert "--match_budget" in matched["argv"] and matched["argv"][matched["argv"].index("--algo") + 1] == "grpo"
-    for group, arms in plan.GROUPS.items():
-        g = plan.FULL[group]
-        for label, slug, flags, *only in arms:
-            for seed in (only[0] if only else g["seeds"]):
-                j = next(j for j in jobs if j["group"] == group and j["name"] == f"{slug}-s{seed}")
-                argv = j["argv"]
+    # each run is the one results.compare makes of its configuration of record: every arm it trains itself (not
+    # those it reads from another experiment's directory), on every seed of the arm
+    for group in plan.GROUPS:
+        g, config = plan.FULL[group], plan.configuration(plan.FULL[group]["config"])
+        arms = [a for a in config.arms if not a.dir and a.slug in g.get("arms", (a.slug,))]
+        assert {j["name"] for j in jobs if j["group"] == group} == {
+            f"{a.slug}-s{seed}" for a in arms for seed in config.seeds_of(a) if seed in g["seeds"]}, group
+        for arm in arms:
+            for seed in config.seeds_of(arm):
+                argv = next(j["argv"] for j in jobs if j["group"] == group and j["name"] == f"{arm.slug}-s{seed}")
+                drop = lambda a: [x for x in a if x != "--no_base_eval"]  # noqa: E731 (the plan's rule, below)
+                assert drop(argv) == drop(config.argv(arm, seed)), (group, arm.slug, seed)
                 assert argv[argv.index("--task") + 1] == g["task"] == ("code" if "code" in group else "maze")
                 assert argv[argv.index("--steps") + 1] == str(g["steps"])
                 assert argv[argv.index("--eval_every") + 1] == str(g["eval_every"])
-                assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in flags)
+                assert argv[argv.index("--seed") + 1] == str(seed) and all(f in argv for f in arm.flags)
                 first = seed == 0 and (group in ("main", "code", "code_rep", "rerun")
-                                       and slug in ("grpo", "vpo")
+                                       and arm.slug in ("grpo", "vpo")
                                        or group == "geometry")
                 assert ("--no_base_eval" not in argv) == first
                 assert "--keep_eval_ckpts" in argv and "--warm_start" not in argv  # the default base for all
@@ -346,17 +355,17 @@ def test_share_base_copies_a_base_of_the_same_key_only(tmp_path):
     os.makedirs(os.path.dirname(a))
     with open(a, "w") as f:
         f.write("weights")
-    schedule.share_base(c, [a, b, c])
+    share_base(c, [a, b, c])
     assert not os.path.exists(c)                     # another key: never copied
-    schedule.share_base(b, [a, b, c])
+    share_base(b, [a, b, c])
     assert open(b).read() == "weights" and not os.path.exists(b + ".tmp")
 
 
 def test_groups_in_other_directories_train_their_shared_base_once(tmp_path):
     """Two groups under different runs/ directories with one warm start: it is trained once, copied for the other,
     and the second group's run does not wait for the first to finish (its base is copied when it appears)."""
-    cfg = {"main": {"task": "maze", "seeds": [0], "steps": 1, "eval_every": 1},
-           "baselines": {"task": "maze", "dir": "maze-elsewhere", "seeds": [0], "steps": 1, "eval_every": 1},
+    cfg = {"main": {**plan.QUICK["main"], "seeds": [0], "steps": 1, "eval_every": 1},
+           "baselines": {**plan.QUICK["baselines"], "dir": "maze-elsewhere", "seeds": [0], "steps": 1, "eval_every": 1},
            "common": plan.QUICK["common"] + ["--eval_problems", "2"]}
     assert reproduce.run_all(cfg, str(tmp_path), 2, None, ["main", "baselines"]) == []
     logs = [p.read_text() for p in (tmp_path / "runs" / "logs").glob("*.log")]
@@ -371,15 +380,14 @@ def finish_ok(*args):
     return 0
 
 
-def test_a_job_that_ends_a_result_starts_before_new_training(tmp_path, capsys, monkeypatch):
+def test_a_job_that_ends_a_result_starts_before_new_training(tmp_path, capsys):
     """With one slot free, a read-back whose files exist takes it before a training run queued earlier: results
     finish first, so that a stop leaves them committed rather than queued behind hours of training."""
-    monkeypatch.setattr(reproduce, "train_job", finish_ok)
     base = tmp_path / "runs" / "maze" / "base" / "maze-1" / "ckpt.pt"
     base.parent.mkdir(parents=True)
     base.write_text("weights")
-    train_jobs = [{"dir": "maze", "name": "grpo-s9", "argv": ["--run_name", "grpo-s9"], "base": str(base)}]
+    train_jobs = [{"dir": "maze", "name": "grpo-s9", "fn": finish_ok, "args": (), "base": str(base)}]
     search = [{"dir": "maze", "name": "coverage-vpo-s0", "needs": [str(base)], "fn": finish_ok, "args": ()}]
-    failed = reproduce.run_jobs(str(tmp_path), search, train_jobs, 1, str(tmp_path / "logs"))
+    failed = reproduce.run_jobs(str(tmp_path), search, train_jobs, 1)
     starts = re.findall(r"start maze/(\S+)", capsys.readouterr().out)
     assert failed == [] and starts == ["coverage-vpo-s0", "grpo-s9"]
