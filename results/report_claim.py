@@ -7,10 +7,10 @@ committed files. No table is written before the experiment is stopped, never fro
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
 
 After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs,
-Holm) and the verdict beside the paper's claim, every pair at every budget as a description, search against
-sampling, early stopping with GRPO's validation curve, the problems only one arm solves, the pools on the hard set,
-the training evaluations, and each arm's machines and seconds. results/report.py puts it in results.md
-(claim_section).
+Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every budget as a
+description, search against sampling, early stopping with GRPO's validation curve, the problems only one arm
+solves, the pools on the hard set, the training evaluations, and each arm's machines and seconds.
+results/report.py puts it in results.md (claim_section).
 """
 import argparse
 import collections
@@ -131,6 +131,7 @@ def report(claim, rec):
                         for c, r, reading in zip(cs, rejected, readings)], note=None) + [""]
         if pairs == DECIDING:
             lines += [verdict_line(claim, seeds, [f"{c.a} − {c.b}: {r}" for c, r in zip(cs, readings)]), ""]
+            lines += left_out_lines(found, pairs, top)
     # descriptive: every pair at every budget, search and sampling; search − sampling per arm
     rows = []
     for kind in ("evolve", "sample"):
@@ -160,6 +161,20 @@ def report(claim, rec):
                      str(len(union[a] & union[b]))] for a, b in DECIDING + SECONDARY], note=None) + [""]
     runs = {NAMES[a]: [read_run(os.path.join(rec, f"{a}-s{s}"), s, a) for s in seeds] for a in claim.arms}
     return lines + pool_lines(claim, found, seeds) + training_lines(claim, runs) + record_lines(claim, found, runs)
+
+
+def left_out_lines(found, pairs, budget):
+    """What leaving each run out in turn does to a pair's label test (runstats.leave_one_out): the difference in
+    problems per run and the exact p, without the Holm correction; a description of how much one run carries."""
+    from results.runstats import label_comparison, leave_one_out
+    rows = []
+    for a, b in pairs:
+        runs = [per_run(found, "evolve", arm, budget) for arm in (a, b)]
+        for side, seed, c in leave_one_out(*runs, lambda x, y: label_comparison(x.values(), y.values())):
+            rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[a if side == 'a' else b]} s{seed}",
+                         f"{c.mean:+.1f}", f"{c.p:.3g}"])
+    return ["**Leaving one run out** of the deciding pairs, search at the full budget (exact p, before Holm):", ""] + \
+        table(["pair", "run left out", "difference", "p"], rows, note=None) + [""]
 
 
 PAPER = ("The paper's claim: with OpenEvolve on the 32 hardest held-out problems, VPO checkpoints solve problems GRPO "

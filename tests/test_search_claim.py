@@ -1,9 +1,11 @@
 """The search experiment: results/search_claim.py runs it (the warm start's check, t*, one seed's units end to end
 on a tiny model, resumed and redone), results/report_claim.py reports it (by hand)."""
+import itertools
 import json
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from results import report_claim as rc
@@ -177,6 +179,22 @@ def test_the_report_by_hand(tmp_path):
     assert f"**The verdict**, as measured: VPO − GRPO: {reading}; VPO − early-stopped GRPO: " in text
     assert "**No verdict**: 3 complete seeds, fewer than the plan's 4." in "\n".join(
         rc.report(replace(claim, min_seeds=4), rec))
+    # leaving one run out: the difference and the exact p, the p by brute force over the arrangements of the labels
+    def brute_p(a, b):
+        both, obs = a + b, abs(np.mean(a) - np.mean(b))
+        diffs = [abs(np.mean([both[i] for i in pick]) - np.mean([both[i] for i in range(len(both)) if i not in pick]))
+                 for pick in itertools.combinations(range(len(both)), len(a))]
+        return np.mean([d >= obs - 1e-12 for d in diffs])
+    counts = {"VPO": [2, 3, 0], "GRPO": [0, 0, 0], "early-stopped GRPO": [1, 0, 0]}
+    rows = [line for line in text.splitlines() if " s0 |" in line or " s1 |" in line or " s2 |" in line]
+    assert len(rows) == 12
+    for b in ("GRPO", "early-stopped GRPO"):
+        for arm in ("VPO", b):
+            for seed in range(3):
+                kept = {k: [v for i, v in enumerate(c) if not (k == arm and i == seed)] for k, c in counts.items()}
+                diff = np.mean(kept["VPO"]) - np.mean(kept[b])
+                assert f"| VPO − {b} | {arm} s{seed} | {diff:+.1f} | {brute_p(kept['VPO'], kept[b]):.3g} |" in rows
+    assert "| VPO − GRPO | VPO s0 | +1.5 | 0.4 |" in rows                 # 3 0 against 0 0 0: 4 of 10
     # GRPO's validation curve, steps by runs, t* marked
     assert "| step | seed 0 | seed 1 | seed 2 |" in text
     assert "| 50 | 0.500 (t*) | 0.100 | 0.100 |" in text and "| 500 | 0.250 | 0.200 (t*) | 0.200 (t*) |" in text
