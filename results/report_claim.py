@@ -10,7 +10,7 @@ After the stop it gives problems solved per run, the plan's deciding and seconda
 Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every budget as a
 description, search against sampling, early stopping with GRPO's validation curve, the problems only one arm
 solves, the pools on the hard set, the training evaluations, and each arm's machines and seconds.
-results/report.py puts it in results.md (claim_section).
+results/report.py puts it in results.md (claim_section). results/read_claim.py prints what the runs wrote.
 """
 import argparse
 import collections

@@ -1,0 +1,127 @@
+"""
+What the search experiment's models write (results/PLAN_SEARCH.md: "the kept programs and the answers of a few
+runs per arm, read by hand"): the programs each evolutionary search kept, and answers sampled from each run's
+weights, printed beside the hard problems' shown tests and targets.
+
+    python -m results.read_claim --sample        # cache answers of every run whose weights are in --out; prints none
+    python -m results.read_claim vpo-s0 grpo-s0  # once the experiment is stopped: print what those runs wrote
+
+--sample draws, once per run, 12 answers (12 rollouts of one program, or 4 of three) on each of the first hard
+problems at T = 0.7 with fixed seeds (results/figures.py's sample_answers), from the final weights, GRPO's
+early-stopped weights (early-stopped GRPO: grpo_early-sR) and the warm start (base-sR: one program a call). They
+are cached in the block's answers.json, since weights are never committed and a later machine has none. Run it
+before a machine goes, as often as units finish; it prints counts only, so nothing is read before the stop.
+"""
+import argparse
+import os
+import sys
+
+from results.report_claim import NAMES
+from results.search_claim import PLAN, ROOT, STOPPED, hard_problems, read_json, unit_done, units, write_json
+from runs.cli import Parser, UsageError
+
+ANSWERS = "answers.json"   # in a block
+PROBLEMS = 4               # the first hard problems answers are sampled on
+STREAM = 8                 # the sampling seeds' stream (step_seed(0, STREAM, problem))
+
+
+def weights(claim, rec, out, arm, seed):
+    """{name: (checkpoint, m)} of a finished unit whose weights are in out/runs: the run's final weights (GRPO's also
+    at t*, where t* is not the last step), or the warm start ("base") at m = claim.base_m."""
+    runs = os.path.join(out, "runs")
+    if arm == "base":
+        base = os.path.join(runs, "base")
+        found = [os.path.join(base, d, "ckpt.pt") for d in sorted(os.listdir(base))] if os.path.isdir(base) else []
+        return {"base": (found[0], claim.base_m)} if found else {}   # one warm start: the same answers every seed
+    name, m = f"{arm}-s{seed}", read_json(os.path.join(rec, f"{arm}-s{seed}", "summary.json"))["metrics"]["m"]
+    got = {name: (os.path.join(runs, name, "ckpt.pt"), m)}
+    if arm == claim.early:
+        v = read_json(os.path.join(rec, f"validate-{name}.json"))
+        if v["t_star"] != v["last"]:
+            got[f"{arm}_early-s{seed}"] = (os.path.join(runs, name, f"ckpt-step{v['t_star']}.pt"), m)
+    return {n: cm for n, cm in got.items() if os.path.isfile(cm[0])}
+
+
+def sample(claim, rec, out, n=PROBLEMS):
+    """Add to rec/answers.json the answers of every finished unit's weights in out not yet there. -> names added."""
+    from results.figures import sample_answers
+    from runs.cli import load_run
+    path = os.path.join(rec, ANSWERS)
+    cache = read_json(path) if os.path.isfile(path) else {}
+    todo = {name: cm for arm, seed in units(claim) if unit_done(claim, rec, arm, seed)
+            for name, cm in weights(claim, rec, out, arm, seed).items() if name not in cache}
+    if todo:
+        task = load_run(next(iter(todo.values()))[0])[2]
+        ids, problems = hard_problems(claim, task)
+        for name, (ckpt, m) in todo.items():
+            cache[name] = {"m": m, "answers": sample_answers(ckpt, task, problems[:n], m, 12 // m, STREAM)}
+        cache["problems"] = ids[:n]
+        write_json(path, cache)
+    return sorted(todo)
+
+
+def read_lines(claim, rec, name, n=PROBLEMS):
+    """What run `name` (ARM-sR) wrote: per problem of the cache, its shown tests and target, the program its
+    evolutionary search kept (solved or not) and the sampled answers; then the kept programs of the problems its
+    search solved."""
+    from tasks import get_task
+    task = get_task("code")
+    ids, problems = hard_problems(claim, task)
+    by_id = dict(zip(ids, problems))
+    evolve = read_json(os.path.join(rec, f"evolve-{name}.json"))
+    kept = dict(zip(evolve["problems"], evolve["results"]))
+    cache = read_json(os.path.join(rec, ANSWERS)) if os.path.isfile(os.path.join(rec, ANSWERS)) else {}
+    arm = name.rsplit("-s", 1)[0]
+    sampled = cache.get("base" if arm == "base" else name)
+    lines = [f"## {name} ({NAMES.get(arm, arm)}): its search solved {evolve['solved']} of {len(evolve['problems'])} "
+             f"hard problems within {evolve['budget']} answers", ""]
+
+    def program(p):
+        r, prob = kept.get(p), by_id[p]
+        if r is None or r.get("best") is None:
+            return "no program kept"
+        return f"`{r['best']}` ({'equal to the target' if task.equals_target(prob, r['best']) else 'not the target'}" \
+               f"{', solved at ' + str(r['solved_at']) if r['solved_at'] is not None else ''})"
+    for p in cache.get("problems", [])[:n]:
+        prob = by_id[p]
+        lines += [f"- problem {p} ({prob.family}): {task.prompt(prob, 1).split(': ', 1)[1].strip()}; target "
+                  f"`{prob.target}`", f"  - kept: {program(p)}"]
+        if sampled:
+            answers = sampled["answers"][cache["problems"].index(p)]
+            right = sum(a != "" and task.equals_target(prob, a) for a in answers)
+            lines.append(f"  - {len(answers)} answers (m = {sampled['m']}, T = 0.7), {right} equal to the "
+                         f"target: " + ", ".join(f"`{a}`" for a in answers))
+    solved = [p for p in evolve["problems"] if kept[p]["solved_at"] is not None][:n]
+    if solved:
+        lines += ["", f"Kept programs of the first {len(solved)} problems it solved:", ""]
+        lines += [f"- problem {p} ({by_id[p].family}), target `{by_id[p].target}`: {program(p)}" for p in solved]
+    return lines + [""]
+
+
+def main(argv=None):
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("runs", nargs="*", help="runs to read, ARM-sR (ARM: " + ", ".join(NAMES) + ")")
+    p.add_argument("--sample", action="store_true", help="cache the answers of the weights in --out; print none")
+    p.add_argument("--out", default=os.path.join("out", "search-claim"), help="results.search_claim's --out")
+    args = p.parse_args(argv)
+    claim, rec = PLAN, os.path.join(ROOT, PLAN.record)
+    try:
+        if args.sample:
+            added = sample(claim, rec, args.out)
+            print(f"{ANSWERS}: {len(added)} runs added" + (f" ({', '.join(added)})" if added else ""))
+            return 0
+        if not os.path.isfile(os.path.join(rec, STOPPED)):
+            raise UsageError("the experiment is not stopped: its runs are read after the stop (report_claim --stop)")
+        for name in args.runs:
+            if not os.path.isfile(os.path.join(rec, f"evolve-{name}.json")):
+                raise UsageError(f"{name}: no evolutionary search of that run in {PLAN.record}")
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for name in args.runs:
+        print("\n".join(read_lines(claim, rec, name)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
