@@ -9,7 +9,7 @@ problems solved per run, unpaired (exact permutation test of the method labels o
 """
 from results.plan import finished_runs
 from results.report_review import early_stopped
-from results.runstats import label_comparison, signed, smallest_p
+from results.runstats import label_comparison, leave_one_out, signed, smallest_p
 from results.tables import paired, run_level, table, verdict
 
 
@@ -121,12 +121,15 @@ def run_level_search_lines(found, s, target):
                 continue
             counts = [len(x) for x in sa], [len(x) for x in sb]
             rows.append([how, f"{NAMES[a]} − {NAMES[b]}", *label_cells(*counts, a, b)])
-            left_out = [(a, i) for i in range(len(sa))] + [(b, i) for i in range(len(sb))] if how == "search" else []
-            for slug, i in left_out:
-                ka, kb = (xs[:i] + xs[i + 1:] if arm == slug else xs for arm, xs in ((a, sa), (b, sb)))
-                kept = [len(x) for x in ka], [len(x) for x in kb]
+            if how != "search":
+                continue
+
+            def both(ka, kb):   # the run-level test (where two runs an arm remain) and the sign test over problems
+                kept = [len(x) for x in ka.values()], [len(x) for x in kb.values()]
                 left = label_comparison(*kept, NAMES[a], NAMES[b]) if min(map(len, kept)) >= 2 else None
-                na, nb, p = sign_test(ka, kb)
+                return left, sign_test(list(ka.values()), list(kb.values()))
+            for side, i, (left, (na, nb, p)) in leave_one_out(dict(enumerate(sa)), dict(enumerate(sb)), both):
+                slug = a if side == "a" else b
                 out_rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[slug]} s{found['evolve'][slug][i]['rl_seed']}",
                                  signed(left.mean, 2) if left else "-", f"{left.p:.3g}" if left else "-",
                                  f"{na} against {nb}", f"{p:.3g}"])
