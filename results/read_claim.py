@@ -16,8 +16,10 @@ import argparse
 import os
 import sys
 
+from results.jobs import base_file
 from results.report_claim import NAMES
-from results.search_claim import PLAN, ROOT, STOPPED, hard_problems, read_json, unit_done, units, write_json
+from results.search_claim import (PLAN, ROOT, STOPPED, argv_of, hard_problems, read_json, unit_done, units,
+                                   write_json)
 from runs.cli import Parser, UsageError
 
 ANSWERS = "answers.json"   # in a block
@@ -29,10 +31,9 @@ def weights(claim, rec, out, arm, seed):
     """{name: (checkpoint, m)} of a finished unit whose weights are in out/runs: the run's final weights (GRPO's also
     at t*, where t* is not the last step), or the warm start ("base") at m = claim.base_m."""
     runs = os.path.join(out, "runs")
-    if arm == "base":
-        base = os.path.join(runs, "base")
-        found = [os.path.join(base, d, "ckpt.pt") for d in sorted(os.listdir(base))] if os.path.isdir(base) else []
-        return {"base": (found[0], claim.base_m)} if found else {}   # one warm start: the same answers every seed
+    if arm == "base":   # the cached warm start every run of the experiment starts from (search_claim.py)
+        ckpt = base_file(argv_of(claim, claim.arms[0], seed), runs)
+        return {"base": (ckpt, claim.base_m)} if os.path.isfile(ckpt) else {}   # one warm start: the same answers
     name, m = f"{arm}-s{seed}", read_json(os.path.join(rec, f"{arm}-s{seed}", "summary.json"))["metrics"]["m"]
     got = {name: (os.path.join(runs, name, "ckpt.pt"), m)}
     if arm == claim.early:

@@ -30,8 +30,15 @@ def block(tmp_path, t_star=1):
         if not os.path.isfile(f):
             touch(f)
     touch(os.path.join(out, "runs", "grpo-s0", "ckpt-step1.pt"))
-    touch(os.path.join(out, "runs", "base", "code-abc", "ckpt.pt"))
+    touch(warm_start(out))
+    touch(os.path.join(out, "runs", "base", "code-0000000000", "ckpt.pt"))   # another warm start: never read
     return rec, out
+
+
+def warm_start(out):
+    """Where the experiment's runs find their warm start under out (train.py's cache key of their arguments)."""
+    from results.jobs import base_file
+    return base_file(sc.argv_of(CLAIM, "grpo", 0), os.path.join(out, "runs"))
 
 
 def test_the_weights_of_each_unit(tmp_path):
@@ -41,8 +48,8 @@ def test_the_weights_of_each_unit(tmp_path):
         "grpo-s0": (os.path.join(runs, "grpo-s0", "ckpt.pt"), 1),
         "grpo_early-s0": (os.path.join(runs, "grpo-s0", "ckpt-step1.pt"), 1)}
     assert read_claim.weights(CLAIM, rec, out, "vpo", 0) == {"vpo-s0": (os.path.join(runs, "vpo-s0", "ckpt.pt"), 3)}
-    assert read_claim.weights(CLAIM, rec, out, "base", 0) == {"base": (os.path.join(runs, "base", "code-abc",
-                                                                                     "ckpt.pt"), 1)}
+    assert read_claim.weights(CLAIM, rec, out, "base", 0) == {"base": (warm_start(out), 1)}
+    assert os.path.basename(os.path.dirname(warm_start(out))) != "code-0000000000"
     os.remove(os.path.join(runs, "vpo-s0", "ckpt.pt"))                    # weights gone: nothing to sample
     assert read_claim.weights(CLAIM, rec, out, "vpo", 0) == {}
     sc.write_json(os.path.join(rec, "validate-grpo-s0.json"), {"t_star": 2, "last": 2})
@@ -63,7 +70,7 @@ def test_sampled_once_per_run(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "load_run", lambda ckpt: (None, None, get_task("code"), 1))
     assert read_claim.sample(CLAIM, rec, out) == ["base", "grpo-s0", "grpo_early-s0", "vpo-s0"]
     targets = ["max(-x+9,-2)", "min(x+8,3)"]
-    assert sorted(calls) == [(os.path.join("runs", "base", "code-abc", "ckpt.pt"), 1, 12, targets),
+    assert sorted(calls) == [(os.path.relpath(warm_start(out), out), 1, 12, targets),
                              (os.path.join("runs", "grpo-s0", "ckpt-step1.pt"), 1, 12, targets),
                              (os.path.join("runs", "grpo-s0", "ckpt.pt"), 1, 12, targets),
                              (os.path.join("runs", "vpo-s0", "ckpt.pt"), 3, 4, targets)]
