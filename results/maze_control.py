@@ -54,7 +54,7 @@ def reading(run, source, key, k):
     return value(run["summary"]["metrics"], key, k) if source == "summary" else run["coverage"]["users"][key][str(k)]
 
 
-def paired_rows(a_runs, b_runs, readings, a, b):
+def reading_rows(a_runs, b_runs, readings, a, b):
     """Rows: a reading, k, a − b for each seed both arms finished, mean ± std, then the run-level interval, p and
     reading (tables.run_level). -> (seeds, rows)."""
     seeds, rows = sorted(set(a_runs) & set(b_runs)), []
@@ -69,7 +69,7 @@ def control_lines(directory, setup, rerun):
     """The readings as markdown lines (results.md's section, results/report.py): directory holds the control's runs,
     rerun the committed rerun's (its VPO is the committed pair's). Nothing before a pair has finished."""
     runs = read_control(directory, setup)
-    seeds, rows = paired_rows(runs.get(VPO, {}), runs.get(MAXSET, {}), READINGS, VPO, MAXSET)
+    seeds, rows = reading_rows(runs.get(VPO, {}), runs.get(MAXSET, {}), READINGS, VPO, MAXSET)
     if not seeds:
         return []
     header = ["reading", "k"] + [f"seed {s}" for s in seeds] + ["mean ± std", "95% interval over runs",
@@ -84,7 +84,7 @@ def control_lines(directory, setup, rerun):
     lines += table(header, rows, PAIRED_STD_NOTE) + [""]
     theirs = {s: read_run(os.path.join(rerun, f"vpo-s{s}"), s, "vpo") for s in runs.get(MAXSET, {})
               if os.path.isfile(os.path.join(rerun, f"vpo-s{s}", "summary.json"))}
-    seen, rows = paired_rows(theirs, runs.get(MAXSET, {}), READINGS[:2], "VPO (rerun)", MAXSET)
+    seen, rows = reading_rows(theirs, runs.get(MAXSET, {}), READINGS[:2], "VPO (rerun)", MAXSET)
     if seen:
         lines += ["The committed pair: the rerun's VPO (results/runs/maze-rerun, trained on another machine) minus "
                   "Multi-RLVR with the max of the same seed:", ""]
