@@ -293,7 +293,19 @@ def write_report(setup, out, command, started, failed=(), report=False):
     os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))
 
 
-def main(argv=None, in_process=False):
+def write_config(setup, out):
+    """out/config.json (the train.py settings every run shares), unless it is there: what check() compares with."""
+    path = os.path.join(out, "config.json")
+    if not os.path.isfile(path):
+        os.makedirs(out, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"train": settings(setup), "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f,
+                      indent=1)
+        os.replace(path + ".tmp", path)
+
+
+def main(argv=None, in_process=False, echo=print):
+    """The command; echo(line) is called once per finished run (results/maze_control.py reads each one back)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     started = time.time()
     try:
@@ -302,14 +314,9 @@ def main(argv=None, in_process=False):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    path = os.path.join(out, "config.json")
-    if not report and not os.path.isfile(path):
-        os.makedirs(out, exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump({"train": settings(setup), "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f,
-                      indent=1)
-        os.replace(path + ".tmp", path)
-    failed = [] if report else run_all(setup, out, jobs, in_process)
+    if not report:
+        write_config(setup, out)
+    failed = [] if report else run_all(setup, out, jobs, in_process, echo)
     write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed, report)
     print(f"compare: {time.time() - started:.0f} s; {os.path.join(out, 'compare.md')}"
           + (f"; FAILED: {', '.join(f'{slug}-s{seed}' for slug, seed in failed)}" if failed else ""))

@@ -6,13 +6,14 @@ objective without the vector. It trains beside VPO, seeds 0-2, with v3's setting
     python -m results.maze_control --jobs 2     # train, read the final weights back, copy the small files
     python -m results.maze_control --report     # the readings from the committed files only
 
-One invocation, resumable at every step:
-1. results.compare trains the configuration results/experiments/maze_maxset.json into --out (default
-   out/compare-maze_maxset); weights stay there.
-2. results/coverage.py reads each finished run's final weights back on the evaluation's 64 mazes, 48 answers at
-   T = 0.7: coverage.json, which holds pooled best@k for the gold-first and diamond-first users (coverage.USERS).
-3. Each run's summary.json, eval.jsonl, log.jsonl and coverage.json are copied into the configuration's dir,
-   results/runs/maze-maxset/SLUG-sSEED/, to be committed.
+One invocation, resumable at every step and across machines (weights are never committed):
+1. Runs already committed in the configuration's dir, results/runs/maze-maxset/SLUG-sSEED/, are put back into
+   --out (default out/compare-maze_maxset) without weights, so that they are not trained again.
+2. results.compare trains the other runs of results/experiments/maze_maxset.json into --out; weights stay there.
+3. As each run finishes, results/coverage.py reads its final weights back on the evaluation's 64 mazes, 48 answers
+   at T = 0.7: coverage.json, which holds pooled best@k for the gold-first and diamond-first users
+   (coverage.USERS). Its summary.json, eval.jsonl, log.jsonl and coverage.json are copied into the dir, to be
+   committed. A run cut short is lost with its machine; commit the finished ones before leaving it.
 
 The readings, per seed and k = 3, 12, 48: VPO − Multi-RLVR with the max, paired by seed, under the deployment
 weights (pooled best@k), random preferences (E_w[best@k]) and the two users; and the rerun's VPO (results/runs/
@@ -122,6 +123,24 @@ def read_back(out, setup, dest):
     return copied
 
 
+def restore(out, setup, dest):
+    """Step 1: each run whose files are all in dest and whose summary.json is not in out/runs gets them copied there
+    (a comparison directory: config.json written as results.compare writes it). -> the runs put back."""
+    from results.compare import write_config
+    put = []
+    for arm, seed in setup.runs():
+        src, dst = os.path.join(dest, run_name(arm, seed)), os.path.join(out, "runs", run_name(arm, seed))
+        if os.path.isfile(os.path.join(dst, "summary.json")) or not all(
+                os.path.isfile(os.path.join(src, name)) for name in FILES):
+            continue
+        write_config(setup, out)
+        os.makedirs(dst, exist_ok=True)
+        for name in FILES:
+            shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+        put.append(run_name(arm, seed))
+    return put
+
+
 def main(argv=None):
     from runs.cli import COUNT, Parser, UsageError
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
@@ -137,10 +156,17 @@ def main(argv=None):
         return 2
     if not args.report:
         from results import compare
-        rc = compare.main(["--config", args.config, "--jobs", str(args.jobs), "--out", args.out])
+        put = restore(args.out, setup, setup.dir)
+        if put:
+            print(f"committed, not trained again: {', '.join(put)}", flush=True)
+
+        def finished(line):
+            print(line, flush=True)
+            print(f"copied into {os.path.relpath(setup.dir, ROOT)}: {', '.join(read_back(args.out, setup, setup.dir))}",
+                  flush=True)
+        rc = compare.main(["--config", args.config, "--jobs", str(args.jobs), "--out", args.out], echo=finished)
         if rc:
             return rc
-        print(f"copied into {os.path.relpath(setup.dir, ROOT)}: {', '.join(read_back(args.out, setup, setup.dir))}")
     lines = control_lines(setup.dir, setup, os.path.join(ROOT, "results", "runs", "maze-rerun"))
     print("\n".join(lines) or "no pair of runs has finished")
     return 0

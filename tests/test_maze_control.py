@@ -100,3 +100,50 @@ def test_read_back_measures_each_run_once_and_copies_its_files(tmp_path, monkeyp
     assert calls == [str(out / "runs" / "vpo-s0" / "ckpt.pt")]
     assert sorted(os.listdir(dest / "vpo-s0")) == sorted(maze_control.FILES)
     assert maze_control.read_back(str(out), setup, str(dest)) == ["vpo-s0", "multi_rlvr_max-s0"] and len(calls) == 1
+
+
+def test_committed_runs_are_put_back_and_not_trained_again(tmp_path):
+    """A later machine starts from the committed files: those runs are put back into --out without weights, so
+    results.compare's queue skips them and its check accepts the directory; a run committed without its coverage
+    is trained again, and a run already in --out is left as it is."""
+    from results import compare
+    setup = read_config(maze_control.CONFIG)
+    out, dest = tmp_path / "out", tmp_path / "committed"
+    write_run(dest / "vpo-s0", 0, 0.5, 0.5, 0.1, 0.2)
+    write_run(dest / "multi_rlvr_max-s0", 0, 0.5, 0.5)                 # no coverage.json: not finished
+    write_run(dest / "vpo-s1", 1, 0.5, 0.5, 0.1, 0.2)
+    write_run(out / "runs" / "vpo-s1", 1, 0.9, 0.9, 0.1, 0.2)           # already here: kept
+    with open(out / "config.json", "w") as f:
+        json.dump({"train": compare.settings(setup)}, f)
+    assert maze_control.restore(str(out), setup, str(dest)) == ["vpo-s0"]
+    assert sorted(os.listdir(out / "runs" / "vpo-s0")) == sorted(maze_control.FILES)
+    assert json.load(open(out / "runs" / "vpo-s1" / "summary.json"))["metrics"]["pooled_best@k"]["3"] == 0.903
+    pending = [(arm.slug, seed) for arm, seed in compare.pending(setup, str(out))]
+    assert ("vpo", 0) not in pending and ("vpo", 1) not in pending and ("multi_rlvr_max", 0) in pending
+
+
+def test_put_back_into_a_new_directory_writes_the_comparison_config(tmp_path):
+    from results import compare
+    setup = read_config(maze_control.CONFIG)
+    out, dest = tmp_path / "out", tmp_path / "committed"
+    write_run(dest / "vpo-s0", 0, 0.5, 0.5, 0.1, 0.2)
+    assert maze_control.restore(str(out), setup, str(dest)) == ["vpo-s0"]
+    assert json.load(open(out / "config.json"))["train"] == compare.settings(setup)
+    compare.check(setup, str(out))   # a comparison directory with the same settings: no UsageError
+
+
+def test_each_run_is_read_back_as_it_finishes(tmp_path, monkeypatch):
+    """main() copies a run's files when results.compare reports it finished, not only at the end (a machine taken
+    away mid-way keeps the finished runs)."""
+    from results import compare
+    copied = []
+    monkeypatch.setattr(maze_control, "read_back", lambda out, setup, dest: copied.append(out) or [])
+
+    def fake_compare(argv, echo=print):
+        echo("VPO run 0: done")
+        assert copied == [str(tmp_path / "out")]     # read back before the next run is reported
+        echo("Multi-RLVR with the max run 0: done")
+        return 0
+    monkeypatch.setattr(compare, "main", fake_compare)
+    assert maze_control.main(["--out", str(tmp_path / "out")]) == 0
+    assert len(copied) == 2
