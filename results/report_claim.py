@@ -5,6 +5,12 @@ committed files. No table is written before the experiment is stopped, never fro
     python -m results.report_claim                    # block A: progress, and the check of its runs against v2's
     python -m results.report_claim --stop             # stop on time (stopped.json); no unit runs after it
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
+    python -m results.report_claim --check_machine    # a minute: would this machine's runs be block A?
+
+--check_machine trains the first 20 steps of the warm start in a scratch directory and compares their losses with
+the committed reference log. Block A needs all 1,500 to be equal (the runner checks them all); a difference in the
+first 20 says within a minute that this machine's units would go to a replicate block, where the plan prefers the
+maze control (results/maze_control.py). AMD EPYC machines do not all agree: see results/README.md.
 
 After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs,
 Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every budget as a
@@ -17,6 +23,7 @@ import collections
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -286,15 +293,54 @@ def strip(claim, rec, path):
     strip_figure(counts, claim.budgets, path, f"hard code problems solved per training run ({len(seeds)} runs per arm)")
 
 
+def first_losses(claim, steps=20, poll=1.0):
+    """The losses of the warm start's first `steps` steps, trained in a scratch directory as the runner trains it
+    (train.py in a subprocess, one thread)."""
+    import subprocess
+    import tempfile
+    from results.jobs import base_file, one_thread_env
+    from results.search_claim import argv_of, losses, warm_argv
+    with tempfile.TemporaryDirectory() as scratch:
+        log = os.path.join(os.path.dirname(base_file(argv_of(claim, claim.arms[0], 0), scratch)), "log.jsonl")
+        with one_thread_env(), open(os.devnull, "w") as quiet:
+            proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *warm_argv(claim), "--out_dir",
+                                     scratch], cwd=ROOT, stdout=quiet, stderr=subprocess.STDOUT)
+        try:
+            while proc.poll() is None and not (os.path.isfile(log) and len(losses(log)) >= steps):
+                time.sleep(poll)
+        finally:
+            proc.kill()
+            proc.wait()
+        return losses(log)[:steps] if os.path.isfile(log) else []
+
+
+def check_machine(claim, mine):
+    """-> (steps compared, the first step whose loss differs from claim.reference's, or None)."""
+    if not mine:
+        raise UsageError("--check_machine: train.py wrote no warm-start step (run it alone to see why)")
+    from results.search_claim import losses
+    ref = losses(os.path.join(ROOT, claim.reference))[:len(mine)]
+    return len(mine), next((i + 1 for i, (a, b) in enumerate(zip(mine, ref)) if a != b), None)
+
+
 def main(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--block", default=None, help=f"the block's directory (default block A, {PLAN.record})")
     p.add_argument("--quick", action="store_true", help="the quick experiment's block (--block: its --out/record)")
     p.add_argument("--stop", action="store_true", help="mark the experiment stopped: the report may be written")
     p.add_argument("--figure", default=None, help="once stopped, draw the strip figure to this file")
+    p.add_argument("--check_machine", action="store_true", help="train 20 warm-start steps and compare them with "
+                                                                "the reference log: would this machine's runs be block A?")
     try:
         args = p.parse_args(argv)
         claim = QUICK_CLAIM if args.quick else PLAN
+        if args.check_machine:
+            n, step = check_machine(PLAN, first_losses(PLAN))
+            print(f"{stamp()['machine']}: the warm start's first {n} losses "
+                  + ("equal the reference log's: units here go to block A if all 1,500 do (the runner checks)"
+                     if step is None else f"depart from the reference log's at step {step}: units here would go "
+                     "to a replicate block; the plan prefers the maze control (python -m results.maze_control)"))
+            return 0
         rec = os.path.join(ROOT, args.block or claim.record)
         if not os.path.isfile(os.path.join(rec, "block.json")):
             raise UsageError(f"--block {rec}: no block.json there (results/search_claim.py writes it)")

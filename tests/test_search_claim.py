@@ -10,6 +10,7 @@ import pytest
 
 from results import report_claim as rc
 from results import search_claim as sc
+from runs.cli import UsageError
 
 
 def write_log(path, losses):
@@ -75,6 +76,26 @@ def test_one_seed_end_to_end_resumed_and_redone(tmp_path):
     assert sc.unit_job(claim, out, rec, "grpo", 0, os.path.join(logs, "grpo.log")) == 0
     assert sc.unit_done(claim, rec, "grpo", 0)
     assert os.path.getmtime(os.path.join(rec, "pool-grpo-s0.json")) > stamps["pool-grpo-s0.json"]
+
+
+def test_check_machine_trains_the_runners_warm_start_and_names_the_first_departure(tmp_path):
+    """--check_machine's first losses are those of the warm start the runner trains; a log that differs at step 3
+    is named at step 3, an equal one at none."""
+    out, logs = str(tmp_path / "out"), str(tmp_path / "out" / "logs")
+    os.makedirs(logs)
+    claim = replace(sc.QUICK_CLAIM, seeds=(0,))
+    ref = os.path.join(os.path.dirname(sc.ensure_warm_start(claim, out, logs)), "log.jsonl")
+    mine = rc.first_losses(claim, steps=4, poll=0.05)
+    assert len(sc.losses(ref)) == 6 and mine == sc.losses(ref)[:4]
+    assert rc.check_machine(replace(claim, reference=ref), mine) == (4, None)
+    rows = [json.loads(line) for line in open(ref)]
+    rows[2]["loss"] += 1e-6
+    changed = str(tmp_path / "changed.jsonl")
+    with open(changed, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    assert rc.check_machine(replace(claim, reference=changed), mine) == (4, 3)
+    with pytest.raises(UsageError):
+        rc.check_machine(claim, [])
 
 
 @pytest.mark.parametrize("argv", [["--jobs", "0"], ["--bogus"], ["--units", "x"]])
