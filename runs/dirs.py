@@ -174,10 +174,17 @@ def save_run_checkpoint(path, model, opt, step, meta, device, seconds):
 
 def machine():
     """The CPU model, cores and torch build of this process: what a run's floats depend on beyond its seed (the same
-    seed trains the same weights on one machine, not across machines: docs/notes.md). Recorded in summary.json."""
+    seed trains the same weights on one machine, not across machines: docs/notes.md). Recorded in summary.json.
+    A virtual machine may name its CPU only "AMD EPYC", so the CPU's family and model numbers and the kernels torch
+    picks for it (AVX2, AVX512) follow the name: two such machines trained the warm start of record differently."""
     import platform
-    model = platform.processor() or platform.machine()
+    model, info = platform.processor() or platform.machine(), {}
     if os.path.isfile("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    return f"{model}, {os.cpu_count()} cores, torch {torch.__version__}"
+            for line in f:
+                key, _, val = line.partition(":")
+                info.setdefault(key.strip(), val.strip())   # the first processor's values
+        model = info.get("model name", model)
+    detail = [f"family {info['cpu family']}, model {info['model']}"] if "cpu family" in info and "model" in info else []
+    detail.append(torch.backends.cpu.get_cpu_capability())
+    return f"{model} ({', '.join(detail)}), {os.cpu_count()} cores, torch {torch.__version__}"

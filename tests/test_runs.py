@@ -433,3 +433,21 @@ def test_weight_drawing_methods_need_two_reward_dimensions():
         with pytest.raises(UsageError, match="--algo"):
             check_method(args, OneDim())
     check_method(train.get_parser().parse_args(TINY + ["--algo", "grpo"]), OneDim())
+
+
+def test_machine_names_the_cpus_family_model_and_kernels(tmp_path, monkeypatch):
+    """Two virtual CPUs both named "AMD EPYC" trained different warm starts: machine() tells them apart by the first
+    processor's family and model numbers and torch's CPU capability."""
+    import builtins
+    import torch
+    from runs import dirs
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\ncpu family\t: 23\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n\n"
+                       "processor\t: 1\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9004\n")
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda p, *a, **k: real_open(cpuinfo if p == "/proc/cpuinfo" else p, *a, **k))
+    real_isfile = os.path.isfile
+    monkeypatch.setattr(dirs.os.path, "isfile", lambda p: p == "/proc/cpuinfo" or real_isfile(p))
+    got = dirs.machine()
+    assert got.startswith(f"AMD EPYC (family 23, model 1, {torch.backends.cpu.get_cpu_capability()}), ")
+    assert got.endswith(f" cores, torch {torch.__version__}")
