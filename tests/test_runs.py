@@ -436,18 +436,15 @@ def test_weight_drawing_methods_need_two_reward_dimensions():
 
 
 def test_machine_names_the_cpus_family_model_and_kernels(tmp_path, monkeypatch):
-    """Two virtual CPUs both named "AMD EPYC" trained different warm starts: machine() tells them apart by the first
-    processor's family and model numbers and torch's CPU capability."""
-    import builtins
-    import torch
+    """Two VMs named "AMD EPYC" train different warm starts: the first processor's family and model and torch's
+    CPU capability tell them apart."""
+    import builtins, torch  # noqa: E401
     from runs import dirs
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\ncpu family\t: 23\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n\n"
                        "processor\t: 1\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9004\n")
-    real_open = builtins.open
+    real_open, real_isfile = builtins.open, os.path.isfile
     monkeypatch.setattr(builtins, "open", lambda p, *a, **k: real_open(cpuinfo if p == "/proc/cpuinfo" else p, *a, **k))
-    real_isfile = os.path.isfile
     monkeypatch.setattr(dirs.os.path, "isfile", lambda p: p == "/proc/cpuinfo" or real_isfile(p))
-    got = dirs.machine()
-    assert got.startswith(f"AMD EPYC (family 23, model 1, {torch.backends.cpu.get_cpu_capability()}), ")
-    assert got.endswith(f" cores, torch {torch.__version__}")
+    assert dirs.machine() == (f"AMD EPYC (family 23, model 1, {torch.backends.cpu.get_cpu_capability()}), "
+                              f"{os.cpu_count()} cores, torch {torch.__version__}")
