@@ -5,11 +5,11 @@ committed files. No table is written before the experiment is stopped, never fro
     python -m results.report_claim                    # block A: progress, and the check of its runs against v2's
     python -m results.report_claim --stop             # stop on time (stopped.json); no unit runs after it
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
-    python -m results.report_claim --check_machine    # a minute: would this machine's runs be block A?
+    python -m results.report_claim --check_machine    # minutes: would this machine's runs be block A?
 
 --check_machine trains the first 20 steps of the warm start in a scratch directory and compares their losses with
 the committed reference log. Block A needs all 1,500 to be equal (the runner checks them all); a difference in the
-first 20 says within a minute that this machine's units would go to a replicate block, where the plan prefers the
+first 20 says within minutes that this machine's units would go to a replicate block, where the plan prefers the
 maze control (results/maze_control.py). AMD EPYC machines do not all agree: see results/README.md.
 
 After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs,
@@ -299,19 +299,29 @@ def first_losses(claim, steps=20, poll=1.0):
     import subprocess
     import tempfile
     from results.jobs import base_file, one_thread_env
-    from results.search_claim import argv_of, losses, warm_argv
+    from results.search_claim import argv_of, warm_argv
     with tempfile.TemporaryDirectory() as scratch:
         log = os.path.join(os.path.dirname(base_file(argv_of(claim, claim.arms[0], 0), scratch)), "log.jsonl")
         with one_thread_env(), open(os.devnull, "w") as quiet:
             proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), *warm_argv(claim), "--out_dir",
                                      scratch], cwd=ROOT, stdout=quiet, stderr=subprocess.STDOUT)
+        def written():   # the losses of whole lines: the last one may be half written
+            rows = []
+            if os.path.isfile(log):
+                with open(log) as f:
+                    for line in f:
+                        try:
+                            rows.append(json.loads(line)["loss"])
+                        except ValueError:
+                            break
+            return rows
         try:
-            while proc.poll() is None and not (os.path.isfile(log) and len(losses(log)) >= steps):
+            while proc.poll() is None and len(written()) < steps:
                 time.sleep(poll)
         finally:
             proc.kill()
             proc.wait()
-        return losses(log)[:steps] if os.path.isfile(log) else []
+        return written()[:steps]
 
 
 def check_machine(claim, mine):
