@@ -103,9 +103,17 @@ def control_section(out, config=CONFIG):
                          os.path.join(out, "runs", "maze-rerun"))
 
 
+def copy_files(src, dst):
+    """A run's small files (FILES) from directory src into dst, each written atomically."""
+    os.makedirs(dst, exist_ok=True)
+    for name in FILES:
+        shutil.copyfile(os.path.join(src, name), os.path.join(dst, name + ".tmp"))
+        os.replace(os.path.join(dst, name + ".tmp"), os.path.join(dst, name))
+
+
 def read_back(out, setup, dest):
-    """Steps 2 and 3: coverage.json of each finished run in out/runs that lacks one, then its small files copied
-    into dest/SLUG-sSEED/. -> the runs copied."""
+    """Step 3: coverage.json of each finished run in out/runs that lacks one, then its small files copied into
+    dest/SLUG-sSEED/. -> the runs copied."""
     from results.review_jobs import coverage_job
     copied = []
     for arm, seed in setup.runs():
@@ -115,10 +123,7 @@ def read_back(out, setup, dest):
         if not os.path.isfile(os.path.join(src, "coverage.json")):
             print(f"coverage: {run_name(arm, seed)}", flush=True)
             coverage_job(os.path.join(src, "ckpt.pt"), os.path.join(src, "coverage.json"))
-        os.makedirs(dst, exist_ok=True)
-        for name in FILES:
-            shutil.copyfile(os.path.join(src, name), os.path.join(dst, name + ".tmp"))
-            os.replace(os.path.join(dst, name + ".tmp"), os.path.join(dst, name))
+        copy_files(src, dst)
         copied.append(run_name(arm, seed))
     return copied
 
@@ -134,9 +139,7 @@ def restore(out, setup, dest):
                 os.path.isfile(os.path.join(src, name)) for name in FILES):
             continue
         write_config(setup, out)
-        os.makedirs(dst, exist_ok=True)
-        for name in FILES:
-            shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+        copy_files(src, dst)
         put.append(run_name(arm, seed))
     return put
 
