@@ -91,7 +91,8 @@ def control_lines(directory, setup, rerun):
                   "Multi-RLVR with the max of the same seed:", ""]
         lines += table(header[:2] + [f"seed {s}" for s in seen] + header[2 + len(seeds):], rows, PAIRED_STD_NOTE)
         lines += [""]
-    return lines + [f"Run level: {len(seeds)} paired runs; the exact sign-flip test cannot go below p = "
+    pairs = f"{len(seeds)} paired run" + ("s" if len(seeds) > 1 else "")
+    return lines + [f"Run level: {pairs}; the exact sign-flip test cannot go below p = "
                     f"{smallest_p(len(seeds)):.3g}, so these tables describe the runs, they do not separate the "
                     "methods.", ""]
 
