@@ -147,3 +147,14 @@ def test_each_run_is_read_back_as_it_finishes(tmp_path, monkeypatch):
     monkeypatch.setattr(compare, "main", fake_compare)
     assert maze_control.main(["--out", str(tmp_path / "out")]) == 0
     assert len(copied) == 2
+
+
+def test_results_md_carries_the_readings_of_the_committed_runs():
+    """The committed results.md holds the section control_section writes from the committed runs, byte for byte
+    (nothing while no pair has finished)."""
+    out = os.path.dirname(maze_control.__file__)
+    lines = maze_control.control_section(out)
+    with open(os.path.join(out, "results.md")) as f:
+        text = f.read()
+    assert "\n".join(lines) in text
+    assert bool(lines) == ("## Maze: what the vector adds over the set" in text)
