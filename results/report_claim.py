@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from results.plan import read_run, value
-from results.search_claim import PLAN, QUICK_CLAIM, ROOT, STOPPED, read_json, stamp, unit_done, units, write_json
+from results.search_claim import (PLAN, QUICK_CLAIM, ROOT, STOPPED, complete_seeds, read_json, stamp, unit_done, units,
+                                  write_json)
 from results.tables import first_metrics, step_lines, table
 from runs.cli import Parser, UsageError
 
@@ -36,11 +37,6 @@ NAMES = {"grpo": "GRPO", "grpo_early": "early-stopped GRPO", "vpo": "VPO", "mult
          "base": "warm start"}
 DECIDING = (("vpo", "grpo"), ("vpo", "grpo_early"))                            # Holm over the two
 SECONDARY = (("vpo", "multi_rlvr_max"), ("vpo", "base"), ("grpo", "base"))   # Holm over the three
-
-
-def complete_seeds(claim, rec):
-    """The seeds whose units of every arm, the warm start's search included, are done."""
-    return [s for s in claim.seeds if all(unit_done(claim, rec, a, s) for a in (*claim.arms, "base"))]
 
 
 def read_block(claim, rec, seeds):

@@ -9,6 +9,9 @@ number per run: a run's pooled best@48, or the problems its search solved.
   interval over runs, and an exact sign-flip test (the 2^n ways to swap the method labels inside each pair).
 - `label_comparison(a, b)`: unpaired runs. Welch's interval on the difference of the means and an exact
   permutation test (every way of dealing the n_a + n_b runs' values into two groups of n_a and n_b).
+- `blocked_comparison(a, b)`: unpaired runs grouped in blocks (a block: the runs that share one warm start). The
+  labels are permuted within each block only, so a difference between blocks never counts as one between methods;
+  Welch's interval uses the spread within blocks. With one block it is `label_comparison`.
 - `smallest_p`: an exact test over n runs cannot go below 2 / 2^n paired (0.25 at n = 3), or 2 / C(n_a + n_b, n_a)
   unpaired with equal arms (0.10 at 3 against 3). Below about 6 runs per arm no exact test reaches p < 0.05.
 - `detectable_difference`: the smallest true difference the test would find with 80% power at α = 0.05
@@ -172,6 +175,62 @@ def label_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
     return Comparison(name_a, name_b, len(x), len(y), False, mean, mean - half, mean + half, p, floor,
                       detectable_difference(pooled, len(x), len(y), alpha), reading_of(mean, p, floor, name_a,
                                                                                        name_b, alpha))
+
+
+def block_weights(a, b):
+    """{block: w_b}, w_b proportional to n_a n_b / (n_a + n_b) and summing to 1: with as many runs of each arm in
+    every block, the blocked difference is the difference of the means over all runs."""
+    h = {k: len(a[k]) * len(b[k]) / (len(a[k]) + len(b[k])) for k in a}
+    return {k: v / sum(h.values()) for k, v in h.items()}
+
+
+def blocked_p(a, b, rng=None):
+    """Exact two-sided p of the blocked test (a, b: {block: values}): the share of the ways to deal each block's
+    pooled values into groups of its sizes whose weighted difference Σ w_b (mean_a − mean_b) is at least the
+    observed one in size. Within a block the total T is fixed, so its difference is S (1/n_a + 1/n_b) − T / n_b,
+    with S the sum of the values dealt to a."""
+    w, parts = block_weights(a, b), []
+    for k in a:
+        x, n_a, n_b = np.concatenate([np.asarray(a[k], float), np.asarray(b[k], float)]), len(a[k]), len(b[k])
+        parts.append((x, n_a, w[k] * (1 / n_a + 1 / n_b), w[k] * x.sum() / n_b))
+    observed = abs(sum(c * x[:n].sum() - t for x, n, c, t in parts))
+    if math.prod(math.comb(len(x), n) for x, n, _, _ in parts) <= EXACT_LIMIT:
+        dist = np.zeros(1)
+        for x, n, c, t in parts:   # each block's possible differences, added over blocks in every combination
+            sums = np.array([x[list(pick)].sum() for pick in itertools.combinations(range(len(x)), n)])
+            dist = np.add.outer(dist, c * sums - t).ravel()
+    else:
+        rng = rng or np.random.default_rng(0)
+        dist = sum(c * np.array([x[rng.permutation(len(x)) < n].sum() for _ in range(EXACT_LIMIT // 10)]) - t
+                   for x, n, c, t in parts)
+    return float(np.mean(np.abs(dist) >= observed - TOL))
+
+
+def blocked_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
+    """A − B over unpaired runs in blocks (a, b: {block: the values of its runs}; a block: the runs that share one
+    warm start). The difference Σ w_b (mean_a − mean_b) (`block_weights`); Welch's interval with each arm's variance
+    pooled within blocks (df: its runs minus the blocks), se² = Σ w_b² (s_a² / n_a + s_b² / n_b); the exact test
+    permutes the labels within each block only. With one block it is `label_comparison`."""
+    if set(a) != set(b) or not a or min(min(len(a[k]), len(b[k])) for k in a) < 1:
+        raise ValueError("a blocked comparison needs the same blocks in both arms, each with runs of both")
+    n_a, n_b, blocks = sum(map(len, a.values())), sum(map(len, b.values())), len(a)
+    if min(n_a, n_b) - blocks < 1:
+        raise ValueError(f"a blocked comparison needs more runs per arm ({n_a} and {n_b}) than blocks ({blocks})")
+    w = block_weights(a, b)
+    mean = float(sum(w[k] * (np.mean(a[k]) - np.mean(b[k])) for k in a))
+    ss = [sum(float(((np.asarray(arm[k], float) - np.mean(arm[k])) ** 2).sum()) for k in a) for arm in (a, b)]
+    s2 = ss[0] / (n_a - blocks), ss[1] / (n_b - blocks)
+    va, vb = (s2[i] * sum(w[k] ** 2 / len(arm[k]) for k in a) for i, arm in enumerate((a, b)))
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (n_a - blocks) + vb ** 2 / (n_b - blocks)) if se > 0 else n_a + n_b - 2 * blocks
+    half = t_quantile(1 - alpha / 2, df) * se
+    equal = all(len(a[k]) == len(b[k]) for k in a)
+    floor = min(1.0, (2.0 if equal else 1.0) / math.prod(math.comb(len(a[k]) + len(b[k]), len(a[k])) for k in a))
+    p = blocked_p(a, b)
+    pooled = math.sqrt(sum(ss) / (n_a + n_b - 2 * blocks))
+    return Comparison(name_a, name_b, n_a, n_b, False, mean, mean - half, mean + half, p, floor,
+                      detectable_difference(pooled, n_a, n_b, alpha), reading_of(mean, p, floor, name_a, name_b,
+                                                                                 alpha))
 
 
 def leave_one_out(a, b, compare):

@@ -17,7 +17,10 @@ Units run seed by seed, so a stopped experiment has the same seeds in every arm.
 
 Before any unit, the warm start is trained (or found in --out) and its log is compared loss by loss with v2's
 committed log. Equal at every step: the units go to block A (results/runs/search-claim/). Otherwise to a block of
-their own (results/runs/search-claim-rep-HASH/, HASH of the warm start's log), which the report keeps apart.
+their own (results/runs/search-claim-rep-HASH/, HASH of the warm start's log). A block is one warm start; the plan's
+amendment 1 lets every block's complete seeds into the test, which permutes labels within blocks. Each seed number
+is trained in one block only: a block finishes the seeds it has started, then takes the lowest that no block has
+started, until the blocks together have the plan's 11 (block_seeds).
 
 A unit is done when all its files are in the block; its files are small and committed, its weights stay in --out.
 A unit cut short on this machine goes on from its checkpoint. A unit found half done without its weights (another
@@ -26,10 +29,12 @@ machine) is deleted and redone whole: no search starts from weights it did not t
 import argparse
 import concurrent.futures as cf
 import datetime
+import glob
 import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +48,7 @@ from runs.cli import COUNT, Parser, UsageError
 from runs.dirs import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STOPPED = "stopped.json"   # in a block: stopped by results/report_claim.py --stop; no unit runs after it
+STOPPED = "stopped.json"   # in each block: stopped by results/report_claim.py --stop; no unit runs after it
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class Claim:
     reference: str = None              # the committed warm-start log block A must equal (None: no check)
     arms: tuple = ("vpo", "grpo", "multi_rlvr_max")
     early: str = "grpo"                # the arm whose kept checkpoints are validated (the early-stopped arm)
-    seeds: tuple = tuple(range(11))
+    seeds: tuple = tuple(range(16))    # the RL seeds the blocks may take, each in one block only (amendment 1)
+    scheduled: int = 11                # complete seeds over all blocks the runner aims at
     problems: int = 128                # the first of the hard file's problems
     validation: tuple = (64, 128)      # test indices of the validation problems
     answers: int = 48                  # answers of a pool and of a validation, at T = 0.7
@@ -73,7 +79,7 @@ PLAN = Claim(train=("--task", "code", "--steps", "500", "--eval_every", "50", "-
              reference="results/runs/code-v2/base/code-4cbe223cc0/log.jsonl")
 QUICK_CLAIM = replace(PLAN, train=("--task", "code", "--steps", "2", "--eval_every", "1", "--keep_eval_ckpts",
                                    "--no_base_eval", *QUICK["common"]),
-                      record="record", reference=None, seeds=(0, 1), problems=2, validation=(4, 6), answers=6,
+                      record="record", reference=None, seeds=(0, 1), scheduled=2, problems=2, validation=(4, 6), answers=6,
                       budget=27, budgets=(9, 27), min_seeds=2)
 
 
@@ -254,9 +260,46 @@ def unit_job(claim, out, rec, arm, seed, log):
     return 0
 
 
-def units(claim):
-    """(arm, seed) in the order they run: seed by seed, the trained arms then the warm start's search."""
-    return [(arm, seed) for seed in claim.seeds for arm in (*claim.arms, "base")]
+def units(claim, seeds=None):
+    """(arm, seed) in the order they run: seed by seed (claim.seeds unless given), the trained arms then the warm
+    start's search."""
+    return [(arm, seed) for seed in (claim.seeds if seeds is None else seeds) for arm in (*claim.arms, "base")]
+
+
+# --------------------------------------------------------------------------------------------- the blocks
+def blocks(record):
+    """Every block's directory: block A (record, claim.record's path) first, then the replicate blocks beside it in
+    the order they began."""
+    reps = [d for d in glob.glob(f"{record}-rep-*") if os.path.isfile(os.path.join(d, "block.json"))]
+    return [record] * os.path.isdir(record) + sorted(
+        reps, key=lambda d: (read_json(os.path.join(d, "block.json"))["invocations"][0]["date"], d))
+
+
+def started(claim, rec):
+    """The seeds with any file in block rec (a unit's directory or one of its .json files)."""
+    names = os.listdir(rec) if os.path.isdir(rec) else []
+    found = {int(m.group(1)) for m in (re.fullmatch(r".+-s(\d+)(\.json)?", n) for n in names) if m}
+    return sorted(found & set(claim.seeds))
+
+
+def complete_seeds(claim, rec):
+    """The seeds whose units of every arm, the warm start's search included, are done in block rec."""
+    return [s for s in claim.seeds if all(unit_done(claim, rec, a, s) for a in (*claim.arms, "base"))]
+
+
+def block_seeds(claim, rec, record):
+    """The seeds block rec runs, in order: the ones it has started, then the lowest that no other block has started;
+    as many as bring the complete seeds of all blocks (block A's directory: record) to claim.scheduled."""
+    others = [b for b in blocks(record) if b != rec]
+    taken = {s for b in others for s in started(claim, b)}
+    room = claim.scheduled - sum(len(complete_seeds(claim, b)) for b in others)
+    mine = set(started(claim, rec))
+    return sorted((s for s in claim.seeds if s not in taken), key=lambda s: (s not in mine, s))[:max(room, 0)]
+
+
+def stopped(record):
+    """The stop's file in some block (block A's directory: record), or None: the stop holds for every block."""
+    return next((p for p in (os.path.join(b, STOPPED) for b in blocks(record)) if os.path.isfile(p)), None)
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -322,11 +365,13 @@ def main(argv=None):
         ensure_warm_start(claim, out, logs)
         rec, step = block(claim, os.path.join(os.path.dirname(base), "log.jsonl"))
         where = "block A" if step is None else f"a replicate block (the warm start departs from v2's at step {step})"
-        if os.path.isfile(os.path.join(rec, STOPPED)):
-            raise UsageError(f"the experiment is stopped ({os.path.join(rec, STOPPED)}); no unit runs after it")
-        todo = [u for u in units(claim) if not unit_done(claim, rec, *u)]
-        print(f"warm start {base}: {where}, {os.path.relpath(rec, ROOT)}; {len(units(claim)) - len(todo)} of "
-              f"{len(units(claim))} units done", flush=True)
+        record = os.path.join(ROOT, claim.record)
+        if stopped(record):
+            raise UsageError(f"the experiment is stopped ({stopped(record)}); no unit runs after it")
+        seeds = block_seeds(claim, rec, record)
+        todo = [u for u in units(claim, seeds) if not unit_done(claim, rec, *u)]
+        print(f"warm start {base}: {where}, {os.path.relpath(rec, ROOT)}; seeds {', '.join(map(str, seeds))}: "
+              f"{len(units(claim, seeds)) - len(todo)} of {len(units(claim, seeds))} units done", flush=True)
         if args.status or not todo:
             return 0
         note_block(rec, base, step, git("rev-parse", "--short", "HEAD").stdout.strip())

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from results.runstats import (detectable_difference, label_comparison, label_p, leave_one_out, paired_comparison,
+from results.runstats import (blocked_comparison, detectable_difference, label_comparison, label_p, leave_one_out, paired_comparison,
                               runs_needed, sign_flip_p, smallest_p, t_cdf, t_quantile)
 from search import discordant_test, solved_only_by
 
@@ -35,6 +35,66 @@ def test_label_permutation_by_hand_and_by_brute_force():
         count += abs(x[:4].mean() - x[4:].mean()) >= abs(a.mean() - b.mean()) - 1e-12
         total += 1
     assert label_p(a, b) == pytest.approx(count / total)
+
+
+@pytest.mark.parametrize("a, b", [([19, 7, 8, 12.5], [12, 10, 13, 3]), ([19, 7, 8], [12, 10, 13, 3, 4]),
+                                  ([1, 2], [3, 4])])
+def test_one_block_is_the_label_comparison(a, b):
+    blocked, label = blocked_comparison({"A": a}, {"A": b}), label_comparison(a, b)
+    assert [getattr(blocked, f) for f in ("a", "b", "n_a", "n_b", "paired", "p", "floor", "reading")] == \
+        [getattr(label, f) for f in ("a", "b", "n_a", "n_b", "paired", "p", "floor", "reading")]
+    assert [blocked.mean, blocked.low, blocked.high, blocked.detectable] == \
+        pytest.approx([label.mean, label.low, label.high, label.detectable], rel=1e-12)
+
+
+def test_the_blocked_test_by_brute_force_and_its_interval_by_hand():
+    a, b = {"A": [5, 9, 4], "B": [30, 26]}, {"A": [2, 3, 7], "B": [21, 25]}
+    c = blocked_comparison(a, b)
+    assert c.mean == pytest.approx((18 + 56) / 5 - (12 + 46) / 5)
+    # brute force: every way to deal each block's values into two groups of its size, the mean difference over all
+    counts = []
+    for first in itertools.combinations(range(6), 3):
+        for second in itertools.combinations(range(4), 2):
+            xa, xb = a["A"] + b["A"], a["B"] + b["B"]
+            ga = [xa[i] for i in first] + [xb[i] for i in second]
+            gb = [xa[i] for i in range(6) if i not in first] + [xb[i] for i in range(4) if i not in second]
+            counts.append(abs(np.mean(ga) - np.mean(gb)) >= abs(c.mean) - 1e-12)
+    assert len(counts) == 20 * 6 and c.p == pytest.approx(np.mean(counts))
+    assert c.floor == pytest.approx(2 / 120)
+    # Welch on deviations from each block's arm mean: SS_A = 14 + 8, SS_B = 14 + 8, df 5 - 2 = 3 per arm
+    se = math.sqrt((22 / 3 + 22 / 3) / 5)
+    assert (c.high - c.low) / 2 == pytest.approx(2.446912 * se, rel=1e-5)   # equal variances: df 6, t 2.446912
+
+
+def test_a_difference_between_blocks_is_not_one_between_methods():
+    a, b = {"A": [5, 9, 4], "B": [30, 26, 27]}, {"A": [2, 3, 7], "B": [21, 25, 31]}
+    c = blocked_comparison(a, b)
+    shifted = blocked_comparison({"A": a["A"], "B": [v + 100 for v in a["B"]]},
+                                 {"A": b["A"], "B": [v + 100 for v in b["B"]]})
+    assert (shifted.mean, shifted.p) == pytest.approx((c.mean, c.p))
+    assert (shifted.low, shifted.high) == pytest.approx((c.low, c.high))
+    pooled = label_comparison(a["A"] + a["B"], b["A"] + b["B"])   # the blocks' gap widens the unblocked interval
+    assert pooled.mean == pytest.approx(c.mean) and pooled.high - pooled.low > c.high - c.low
+    with pytest.raises(ValueError, match="than blocks"):
+        blocked_comparison({"A": [1], "B": [3]}, {"A": [1, 2], "B": [3, 4]})
+    with pytest.raises(ValueError, match="same blocks"):
+        blocked_comparison({"A": [1, 2]}, {"B": [1, 2]})
+
+
+def test_unequal_blocks_by_brute_force():
+    """Blocks of 2 + 1 and 2 + 2 runs: the weighted difference Σ w_b (mean_a − mean_b), w_b ∝ n_a n_b / (n_a + n_b)
+    (2/3 and 1, so 0.4 and 0.6), its p over the 3 · 6 ways to deal the labels within blocks."""
+    a, b = {"A": [4, 6], "B": [10, 9]}, {"A": [1], "B": [7, 8]}
+    c = blocked_comparison(a, b)
+    assert c.mean == pytest.approx(0.4 * (5 - 1) + 0.6 * (9.5 - 7.5))
+    diffs = []
+    xa, xb = [4, 6, 1], [10, 9, 7, 8]
+    for pa in itertools.combinations(range(3), 2):
+        for pb in itertools.combinations(range(4), 2):
+            d1 = np.mean([xa[i] for i in pa]) - np.mean([xa[i] for i in range(3) if i not in pa])
+            d2 = np.mean([xb[i] for i in pb]) - np.mean([xb[i] for i in range(4) if i not in pb])
+            diffs.append(abs(0.4 * d1 + 0.6 * d2))
+    assert c.p == pytest.approx(np.mean([d >= abs(c.mean) - 1e-12 for d in diffs])) and c.floor == pytest.approx(1 / 18)
 
 
 def test_smallest_p_and_what_three_runs_can_detect():

@@ -98,6 +98,43 @@ def test_check_machine_trains_the_runners_warm_start_and_names_the_first_departu
         rc.check_machine(claim, [])
 
 
+def complete(claim, rec, seed):
+    """Every file of seed's units in block rec (the early arm's validation: t* at the last step)."""
+    for arm in (*claim.arms, "base"):
+        for path in sc.unit_files(claim, rec, arm, seed):
+            sc.write_json(path, {"t_star": 500, "last": 500})
+
+
+def test_blocks_take_disjoint_seeds_until_the_plan_has_its_eleven(tmp_path):
+    """Amendment 1: block A has seeds 0-4 and VPO's seed 5; a replicate block takes the lowest seeds no block has
+    started, finishes its own first, and stops where the blocks together have 11 complete seeds; a stop in any
+    block stops them all."""
+    claim, a = sc.PLAN, str(tmp_path / "search-claim")
+    for seed in range(5):
+        complete(claim, a, seed)
+    sc.write_json(os.path.join(a, "vpo-s5", "summary.json"), {})
+    sc.write_json(os.path.join(a, "pool-grpo-s5.json"), {})
+    assert sc.started(claim, a) == [0, 1, 2, 3, 4, 5] and sc.complete_seeds(claim, a) == [0, 1, 2, 3, 4]
+    assert sc.blocks(a) == [a] and sc.block_seeds(claim, a, a) == list(range(11))
+    b, c = a + "-rep-bbbb", a + "-rep-aaaa"
+    sc.write_json(os.path.join(b, "block.json"), {"invocations": [{"date": "2026-12-04 19:40 UTC"}]})
+    assert sc.block_seeds(claim, b, a) == [6, 7, 8, 9, 10, 11]
+    complete(claim, b, 7)
+    sc.write_json(os.path.join(b, "evolve-vpo-s11.json"), {})
+    assert sc.started(claim, b) == [7, 11]
+    assert sc.block_seeds(claim, b, a) == [7, 11, 6, 8, 9, 10]       # its own seeds first, then the lowest free
+    sc.write_json(os.path.join(c, "block.json"), {"invocations": [{"date": "2026-12-05 09:00 UTC"}]})
+    assert sc.blocks(a) == [a, b, c]                                     # in the order the blocks began
+    assert sc.block_seeds(claim, c, a) == [6, 8, 9, 10, 12]             # 11 - 6 complete elsewhere: 5 seeds
+    for seed in (6, 8, 9, 10, 11):
+        complete(claim, b, seed)
+    assert sc.block_seeds(claim, b, a) == [6, 7, 8, 9, 10, 11] and sc.block_seeds(claim, a, a) == [0, 1, 2, 3, 4]
+    assert sc.block_seeds(claim, c, a) == []
+    assert sc.stopped(a) is None
+    sc.write_json(os.path.join(c, sc.STOPPED), {})
+    assert sc.stopped(a) == os.path.join(c, sc.STOPPED)
+
+
 @pytest.mark.parametrize("argv", [["--jobs", "0"], ["--bogus"], ["--units", "x"]])
 def test_bad_input_one_line_exit_2(argv, capsys, tmp_path):
     assert sc.main(argv + ["--out", str(tmp_path / "o")]) == 2
