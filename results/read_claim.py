@@ -9,8 +9,9 @@ weights, printed beside the hard problems' shown tests and targets.
 --sample draws, once per run, 12 answers (12 rollouts of one program, or 4 of three) on each of the first hard
 problems at T = 0.7 with fixed seeds (results/figures.py's sample_answers), from the final weights, GRPO's
 early-stopped weights (early-stopped GRPO: grpo_early-sR) and the warm start (base-sR: one program a call). They
-are cached in the block's answers.json, since weights are never committed and a later machine has none. Run it
-before a machine goes, as often as units finish; it prints counts only, so nothing is read before the stop.
+are cached in answers.json of the block of --out's warm start, since weights are never committed and a later
+machine has none. Run it before a machine goes, as often as units finish; it prints counts only, so nothing is read
+before the stop. A run is read from whichever block holds it (each seed is trained in one block).
 """
 import argparse
 import os
@@ -18,8 +19,8 @@ import sys
 
 from results.jobs import base_file
 from results.report_claim import NAMES
-from results.search_claim import (PLAN, ROOT, STOPPED, argv_of, hard_problems, read_json, unit_done, units,
-                                   write_json)
+from results.search_claim import (PLAN, ROOT, argv_of, block, blocks, hard_problems, read_json, stopped, unit_done,
+                                   units, write_json)
 from runs.cli import Parser, UsageError
 
 ANSWERS = "answers.json"   # in a block
@@ -41,6 +42,15 @@ def weights(claim, rec, out, arm, seed):
         if v["t_star"] != v["last"]:
             got[f"{arm}_early-s{seed}"] = (os.path.join(runs, name, f"ckpt-step{v['t_star']}.pt"), m)
     return {n: cm for n, cm in got.items() if os.path.isfile(cm[0])}
+
+
+def out_block(claim, out):
+    """The block of the warm start in out (search_claim.block: block A where its log equals the reference)."""
+    base = base_file(argv_of(claim, claim.arms[0], 0), os.path.join(out, "runs"))
+    log = os.path.join(os.path.dirname(base), "log.jsonl")
+    if not os.path.isfile(base) or not os.path.isfile(log):
+        raise UsageError(f"--out {out}: no finished warm start there ({base})")
+    return block(claim, log)[0]
 
 
 def sample(claim, rec, out, n=PROBLEMS):
@@ -105,21 +115,25 @@ def main(argv=None):
     p.add_argument("--sample", action="store_true", help="cache the answers of the weights in --out; print none")
     p.add_argument("--out", default=os.path.join("out", "search-claim"), help="results.search_claim's --out")
     args = p.parse_args(argv)
-    claim, rec = PLAN, os.path.join(ROOT, PLAN.record)
+    claim, record = PLAN, os.path.join(ROOT, PLAN.record)
     try:
         if args.sample:
+            rec = out_block(claim, args.out)
             added = sample(claim, rec, args.out)
-            print(f"{ANSWERS}: {len(added)} runs added" + (f" ({', '.join(added)})" if added else ""))
+            print(f"{os.path.relpath(os.path.join(rec, ANSWERS), ROOT)}: {len(added)} runs added"
+                  + (f" ({', '.join(added)})" if added else ""))
             return 0
-        if not os.path.isfile(os.path.join(rec, STOPPED)):
+        if not stopped(record):
             raise UsageError("the experiment is not stopped: its runs are read after the stop (report_claim --stop)")
-        for name in args.runs:
-            if not os.path.isfile(os.path.join(rec, f"evolve-{name}.json")):
-                raise UsageError(f"{name}: no evolutionary search of that run in {PLAN.record}")
+        where = {name: next((b for b in blocks(record) if os.path.isfile(os.path.join(b, f"evolve-{name}.json"))),
+                            None) for name in args.runs}
+        for name, rec in where.items():
+            if rec is None:
+                raise UsageError(f"{name}: no evolutionary search of that run in any block of {PLAN.record}")
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for name in args.runs:
+    for name, rec in where.items():
         print("\n".join(read_lines(claim, rec, name)))
     return 0
 

@@ -1,20 +1,21 @@
 """
-The report of the search experiment (results/PLAN_SEARCH.md; results/search_claim.py runs it), read from a block's
-committed files. No table is written before the experiment is stopped, never from a look at partial results.
+The report of the search experiment (results/PLAN_SEARCH.md; results/search_claim.py runs it), read from the
+committed files of every block: block A and the replicate blocks beside it, whose runs amendment 1 lets in. No
+table is written before the experiment is stopped, never from a look at partial results.
 
-    python -m results.report_claim                    # block A: progress, and the check of its runs against v2's
-    python -m results.report_claim --stop             # stop on time (stopped.json); no unit runs after it
+    python -m results.report_claim                    # progress, and the check of block A's runs against v2's
+    python -m results.report_claim --stop             # stop on time (stopped.json in every block); no unit runs after
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
     python -m results.report_claim --check_machine    # minutes: would this machine's runs be block A?
 
 --check_machine trains the first 20 steps of the warm start in a scratch directory and compares their losses with
 the committed reference log. Block A needs all 1,500 to be equal (the runner checks them all); a difference in the
-first 20 says within minutes that this machine's units would go to a replicate block, where the plan prefers the
-maze control (results/maze_control.py). AMD EPYC machines do not all agree: see results/README.md.
+first 20 says within minutes that this machine's units would go to a replicate block (a block of their own warm
+start, whose seeds enter the test since amendment 1). AMD EPYC machines do not all agree: see results/README.md.
 
-After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs,
-Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every budget as a
-description, search against sampling, early stopping with GRPO's validation curve, the problems only one arm
+After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs
+within blocks, Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every
+budget as a description, search against sampling, early stopping with GRPO's validation curve, the problems only one arm
 solves, the pools on the hard set, the training evaluations, and each arm's machines and seconds.
 results/report.py puts it in results.md (claim_section). results/read_claim.py prints what the runs wrote.
 """
@@ -28,8 +29,8 @@ import time
 import numpy as np
 
 from results.plan import read_run, value
-from results.search_claim import (PLAN, QUICK_CLAIM, ROOT, STOPPED, complete_seeds, read_json, stamp, unit_done, units,
-                                  write_json)
+from results.search_claim import (PLAN, QUICK_CLAIM, ROOT, STOPPED, blocks, complete_seeds, read_json, stamp,
+                                  stopped, unit_done, units, write_json)
 from results.tables import first_metrics, step_lines, table
 from runs.cli import Parser, UsageError
 
@@ -39,12 +40,39 @@ DECIDING = (("vpo", "grpo"), ("vpo", "grpo_early"))                            #
 SECONDARY = (("vpo", "multi_rlvr_max"), ("vpo", "base"), ("grpo", "base"))   # Holm over the three
 
 
-def read_block(claim, rec, seeds):
+def block_of(claim, record):
+    """{seed: its block's directory} for every block's complete seeds, in seed order (block A's directory: record;
+    amendment 1 trains each seed number in one block only)."""
+    found = {}
+    for rec in blocks(record):
+        for seed in complete_seeds(claim, rec):
+            if seed in found:
+                raise UsageError(f"seed {seed} is complete in two blocks, {found[seed]} and {rec}")
+            found[seed] = rec
+    return dict(sorted(found.items()))
+
+
+def over_runs(a, b, where, name_a="A", name_b="B"):
+    """A − B over runs (dicts seed -> value; where: seed -> block), the labels permuted within blocks
+    (runstats.blocked_comparison; with one block, label_comparison)."""
+    from results.runstats import blocked_comparison
+    group = lambda d: {rec: [d[s] for s in d if where[s] == rec] for rec in dict.fromkeys(map(where.get, d))}  # noqa
+    return blocked_comparison(group(a), group(b), name_a, name_b)
+
+
+def within_sd(arms, where):
+    """The spread between runs within blocks, pooled over the arms (dicts seed -> value): sqrt(SS / (n − blocks))."""
+    groups = [[[arm[s] for s in arm if where[s] == rec] for rec in set(where.values())] for arm in arms]
+    ss = sum(float(((np.asarray(g, float) - np.mean(g)) ** 2).sum()) for arm in groups for g in arm if g)
+    return float(np.sqrt(ss / sum(len(g) - 1 for arm in groups for g in arm if g)))
+
+
+def read_block(claim, where):
     """{kind: {arm: {seed: the search file, or the pool (kind "pool"; the warm start has none here)}}} for the
-    complete seeds; the early-stopped arm reads the final weights' files where t* is the last step. And {seed: the
-    validation file}."""
+    complete seeds (where: seed -> its block); the early-stopped arm reads the final weights' files where t* is the
+    last step. And {seed: the validation file}."""
     found, validation = {"evolve": {}, "sample": {}, "pool": {}}, {}
-    for seed in seeds:
+    for seed, rec in where.items():
         v = read_json(os.path.join(rec, f"validate-{claim.early}-s{seed}.json"))
         validation[seed] = v
         for kind in found:
@@ -83,27 +111,34 @@ def v2_departures(claim, rec, root=ROOT):
     return out
 
 
-def report(claim, rec):
-    """The experiment's section of results.md, as markdown lines: only once the experiment is stopped (stopped.json
-    in its block); before that, how many units are done and nothing else."""
-    from results.runstats import describe, detectable_difference, label_comparison, paired_comparison
+def report(claim, record):
+    """The experiment's section of results.md, as markdown lines, from every block (block A's directory: record):
+    only once the experiment is stopped (stopped.json in a block); before that, how many units are done and nothing
+    else."""
+    from results.runstats import describe, detectable_difference, paired_comparison
     from search import holm
-    done = sum(unit_done(claim, rec, *u) for u in units(claim))
-    same = v2_departures(claim, rec)
+    recs = blocks(record)
+    done = sum(unit_done(claim, rec, *u) for rec in recs for u in units(claim))
+    same = v2_departures(claim, record)
     check = ["Runs of v2's seeds against v2's committed runs, first RL step that differs: " +
              ", ".join(f"{name} {'none' if step is None else step}" for name, step in same.items()) + ".",
              ""] * bool(same)
-    if not os.path.isfile(os.path.join(rec, STOPPED)):
-        return check + [f"The experiment is running: {done} of {len(units(claim))} units are done. No table is "
-                        "written before it stops (PLAN_SEARCH.md)."]
-    seeds = complete_seeds(claim, rec)
+    if not stopped(record):
+        scheduled = len(units(claim, range(claim.scheduled)))
+        return check + [f"The experiment is running: {done} units are done in {len(recs)} block"
+                        f"{'s' * (len(recs) > 1)}, of the {scheduled} that its {claim.scheduled} scheduled seeds need. "
+                        "No table is written before it stops (PLAN_SEARCH.md)."]
+    where = block_of(claim, record)
+    seeds = list(where)
     if len(seeds) < 2:
         return [f"The experiment stopped with {len(seeds)} complete seeds: no comparison over runs is possible."]
-    found, validation = read_block(claim, rec, seeds)
+    found, validation = read_block(claim, where)
     arms = [a for a in NAMES if a in found["evolve"]]
     top = claim.budgets[-1]
-    lines = check + [f"Complete seeds: {len(seeds)} ({', '.join(map(str, seeds))}); the plan asks for at least "
-             f"{claim.min_seeds}." + ("" if len(seeds) >= claim.min_seeds else " **Too few: no verdict.**"), ""]
+    per_block = "; ".join(("block A" if rec == record else f"block {os.path.basename(rec)}") + ": " +
+                          ", ".join(str(s) for s in seeds if where[s] == rec) for rec in dict.fromkeys(where.values()))
+    lines = check + [f"Complete seeds: {len(seeds)} ({per_block}); the plan asks for at least {claim.min_seeds}."
+                     + ("" if len(seeds) >= claim.min_seeds else " **Too few: no verdict.**"), ""]
     # problems solved per run, every arm and budget, search and sampling
     lines += [f"**Problems of the {claim.problems} solved per run** (a program equal to the target): each run at "
               f"{top} answers, in seed order, then the mean over runs at each budget.", ""]
@@ -112,36 +147,34 @@ def report(claim, rec):
             [f"{np.mean(list(per_run(found, kind, arm, b).values())):.1f}" for b in claim.budgets]
             for kind in ("evolve", "sample") for arm in arms]
     lines += table(["arm", "how", f"per run at {top}", *map(str, claim.budgets)], rows, note=None) + [""]
-    vpo, grpo = (list(per_run(found, "evolve", a, top).values()) for a in ("vpo", "grpo"))
-    sd = float(np.sqrt((np.var(vpo, ddof=1) + np.var(grpo, ddof=1)) / 2))
+    sd = within_sd([per_run(found, "evolve", a, top) for a in ("vpo", "grpo")], where)
     found_80 = detectable_difference(sd, len(seeds), len(seeds))
-    lines += [f"The spread between runs, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} answers (the plan "
-              f"assumed 6.4). With {len(seeds)} runs per arm the test finds "
+    lines += [f"The spread between runs within blocks, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} "
+              f"answers (the plan assumed 6.4). With {len(seeds)} runs per arm the test finds "
               + (f"a difference of {found_80:.1f} problems with 80% power." if found_80 else
                  "no difference at 80% power.")
               + " The warm start's row is read one way only: the hard set was chosen against it (PLAN_SEARCH.md).", ""]
-    # the pairs: label test over runs, Welch interval, Holm
+    # the pairs: label test over runs within blocks, Welch interval, Holm
     for title, pairs in (("The deciding pairs", DECIDING), ("The secondary pairs", SECONDARY)):
-        cs = [label_comparison(list(per_run(found, "evolve", a, top).values()),
-                               list(per_run(found, "evolve", b, top).values()), NAMES[a], NAMES[b]) for a, b in pairs]
+        cs = [over_runs(per_run(found, "evolve", a, top), per_run(found, "evolve", b, top), where, NAMES[a], NAMES[b])
+              for a, b in pairs]
         rejected = holm([c.p for c in cs])
         readings = [c.reading if r or c.reading.startswith(("not", "too")) else "not separated (Holm)"
                     for c, r in zip(cs, rejected)]
-        lines += [f"**{title}**, search at {top} answers, problems per run (label test over runs, Holm over "
-                  f"{len(pairs)}):", ""]
+        lines += [f"**{title}**, search at {top} answers, problems per run (label test over runs within blocks, "
+                  f"Holm over {len(pairs)}):", ""]
         lines += table(["pair", "difference [95% interval], exact p", "Holm", "reading"],
                        [[f"{c.a} − {c.b}", describe(c, 1), "rejects" if r else "does not reject", reading]
                         for c, r, reading in zip(cs, rejected, readings)], note=None) + [""]
         if pairs == DECIDING:
             lines += [verdict_line(claim, seeds, [f"{c.a} − {c.b}: {r}" for c, r in zip(cs, readings)]), ""]
-            lines += left_out_lines(found, pairs, top)
+            lines += left_out_lines(found, pairs, top, where)
     # descriptive: every pair at every budget, search and sampling; search − sampling per arm
     rows = []
     for kind in ("evolve", "sample"):
         for a, b in DECIDING + SECONDARY:
             rows.append([f"{NAMES[a]} − {NAMES[b]}", "search" if kind == "evolve" else "sampling"] +
-                        [describe(label_comparison(list(per_run(found, kind, a, bud).values()),
-                                                   list(per_run(found, kind, b, bud).values())), 1)
+                        [describe(over_runs(per_run(found, kind, a, bud), per_run(found, kind, b, bud), where), 1)
                          for bud in claim.budgets])
     lines += ["**Every pair at every budget** (a description, not a test):", ""]
     lines += table(["pair", "how", *map(str, claim.budgets)], rows, note=None) + [""]
@@ -162,18 +195,18 @@ def report(claim, rec):
     lines += table(["pair", "only the first", "only the second", "both"],
                    [[f"{NAMES[a]} − {NAMES[b]}", str(len(union[a] - union[b])), str(len(union[b] - union[a])),
                      str(len(union[a] & union[b]))] for a, b in DECIDING + SECONDARY], note=None) + [""]
-    runs = {NAMES[a]: [read_run(os.path.join(rec, f"{a}-s{s}"), s, a) for s in seeds] for a in claim.arms}
+    runs = {NAMES[a]: [read_run(os.path.join(where[s], f"{a}-s{s}"), s, a) for s in seeds] for a in claim.arms}
     return lines + pool_lines(claim, found, seeds) + training_lines(claim, runs) + record_lines(claim, found, runs)
 
 
-def left_out_lines(found, pairs, budget):
-    """What leaving each run out in turn does to a pair's label test (runstats.leave_one_out): the difference in
+def left_out_lines(found, pairs, budget, where):
+    """What leaving each run out in turn does to a pair's test over runs (runstats.leave_one_out): the difference in
     problems per run and the exact p, without the Holm correction; a description of how much one run carries."""
-    from results.runstats import label_comparison, leave_one_out
+    from results.runstats import leave_one_out
     rows = []
     for a, b in pairs:
         runs = [per_run(found, "evolve", arm, budget) for arm in (a, b)]
-        for side, seed, c in leave_one_out(*runs, lambda x, y: label_comparison(x.values(), y.values())):
+        for side, seed, c in leave_one_out(*runs, lambda x, y: over_runs(x, y, where)):
             rows.append([f"{NAMES[a]} − {NAMES[b]}", f"{NAMES[a if side == 'a' else b]} s{seed}",
                          f"{c.mean:+.1f}", f"{c.p:.3g}"])
     return ["**Leaving one run out** of the deciding pairs, search at the full budget (exact p, before Holm):", ""] + \
@@ -266,23 +299,24 @@ SECTION = "## Code: evolutionary search from each training run's weights (PLAN_S
 def claim_section(out, claim=PLAN):
     """results.md's section (results/report.py), where out holds the experiment's block: before the stop a paragraph
     that says it is running and counts nothing, so nothing in it goes stale; after the stop the report."""
-    rec = os.path.join(out, os.path.relpath(claim.record, "results"))
-    if not os.path.isfile(os.path.join(rec, "block.json")):
+    record = os.path.join(out, os.path.relpath(claim.record, "results"))
+    if not os.path.isfile(os.path.join(record, "block.json")):
         return []
     lines = [SECTION, "", "Does evolutionary search from VPO's trained weights solve more of the warm start's "
              "unsolved held-out code problems than search from GRPO's, per training run? The plan, committed before "
              f"any run: [PLAN_SEARCH.md](PLAN_SEARCH.md). Its files are under {claim.record}/.", ""]
-    if not os.path.isfile(os.path.join(rec, STOPPED)):
+    if not stopped(record):
         return lines + ["The experiment is running. Its plan allows no table before it stops, so this section has "
                         "none yet. `python -m results.report_claim` says how many of its units are done.", ""]
-    return lines + report(claim, rec) + [""]
+    return lines + report(claim, record) + [""]
 
 
-def strip(claim, rec, path):
+def strip(claim, record, path):
     """The figure of problems solved per run against the budget (results/figures.py's strip_figure)."""
     from results.figures import strip_figure
-    seeds = complete_seeds(claim, rec)
-    found, _ = read_block(claim, rec, seeds)
+    where = block_of(claim, record)
+    seeds = list(where)
+    found, _ = read_block(claim, where)
     counts = {how: {NAMES[a]: {b: list(per_run(found, kind, a, b).values()) for b in claim.budgets}
                     for a in NAMES if a in found[kind]}
               for kind, how in (("evolve", "search"), ("sample", "sampling"))}
@@ -331,7 +365,7 @@ def check_machine(claim, mine):
 
 def main(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("--block", default=None, help=f"the block's directory (default block A, {PLAN.record})")
+    p.add_argument("--block", default=None, help=f"block A's directory, the others beside it (default {PLAN.record})")
     p.add_argument("--quick", action="store_true", help="the quick experiment's block (--block: its --out/record)")
     p.add_argument("--stop", action="store_true", help="mark the experiment stopped: the report may be written")
     p.add_argument("--figure", default=None, help="once stopped, draw the strip figure to this file")
@@ -345,7 +379,7 @@ def main(argv=None):
             print(f"{stamp()['machine']}: the warm start's first {n} losses "
                   + ("equal the reference log's: units here go to block A if all 1,500 do (the runner checks)"
                      if step is None else f"depart from the reference log's at step {step}: units here would go "
-                     "to a replicate block; the plan prefers the maze control (python -m results.maze_control)"))
+                     "to the replicate block of this machine's warm start (PLAN_SEARCH.md, amendment 1)"))
             return 0
         rec = os.path.join(ROOT, args.block or claim.record)
         if not os.path.isfile(os.path.join(rec, "block.json")):
@@ -353,10 +387,11 @@ def main(argv=None):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.stop and not os.path.isfile(os.path.join(rec, STOPPED)):
-        write_json(os.path.join(rec, STOPPED), {"complete_seeds": complete_seeds(claim, rec), **stamp()})
+    if args.stop and not stopped(rec):   # every block's stop, with its complete seeds
+        for b in blocks(rec):
+            write_json(os.path.join(b, STOPPED), {"complete_seeds": complete_seeds(claim, b), **stamp()})
     print("\n".join(report(claim, rec)))
-    if args.figure and os.path.isfile(os.path.join(rec, STOPPED)):
+    if args.figure and stopped(rec):
         strip(claim, rec, args.figure)
     return 0
 

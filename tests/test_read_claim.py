@@ -108,3 +108,23 @@ def test_nothing_is_read_before_the_stop(tmp_path, monkeypatch, capsys):
     sc.write_json(os.path.join(rec, sc.STOPPED), {})
     assert read_claim.main(["vpo-s9"]) == 2
     assert "vpo-s9: no evolutionary search" in capsys.readouterr().err
+
+
+def test_answers_go_to_the_block_of_outs_warm_start(tmp_path):
+    """--sample writes into the block of --out's warm start: block A where its log equals the reference, else the
+    replicate block named by its log's hash (search_claim.block); no finished warm start is a usage error."""
+    import pytest
+    from runs.cli import UsageError
+    out, rec = str(tmp_path / "out"), str(tmp_path / "record")
+    with pytest.raises(UsageError, match="no finished warm start"):
+        read_claim.out_block(CLAIM, out)
+    touch(warm_start(out))
+    log, ref = os.path.join(os.path.dirname(warm_start(out)), "log.jsonl"), str(tmp_path / "ref.jsonl")
+    for path, loss in ((log, 1.0), (ref, 1.0)):
+        with open(path, "w") as f:
+            f.write(json.dumps({"step": 1, "loss": loss}) + "\n")
+    claim = replace(CLAIM, record=rec, reference=ref)
+    assert read_claim.out_block(claim, out) == rec
+    with open(ref, "w") as f:
+        f.write(json.dumps({"step": 1, "loss": 2.0}) + "\n")
+    assert read_claim.out_block(claim, out).startswith(rec + "-rep-")

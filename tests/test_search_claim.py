@@ -214,11 +214,11 @@ def test_the_report_by_hand(tmp_path):
     the training evaluations and the machines and seconds; nothing is tabulated before --stop, and results.md's
     section before it counts nothing."""
     rec = str(tmp_path / "runs" / "search-claim")
-    claim = replace(sc.QUICK_CLAIM, seeds=(0, 1, 2), problems=3, budgets=(10, 20), min_seeds=3, answers=48,
-                    record="results/runs/search-claim")
+    claim = replace(sc.QUICK_CLAIM, seeds=(0, 1, 2), scheduled=3, problems=3, budgets=(10, 20), min_seeds=3,
+                    answers=48, record="results/runs/search-claim")
     hand_block(rec, claim)
     assert rc.complete_seeds(claim, rec) == [0, 1, 2]
-    assert rc.report(claim, rec)[0].startswith("The experiment is running: 12 of 12 units are done")
+    assert rc.report(claim, rec)[0].startswith("The experiment is running: 12 units are done in 1 block, of the 12")
     assert rc.claim_section(str(tmp_path), claim) == []                  # no block.json: no section
     sc.write_json(os.path.join(rec, "block.json"), {})
     before = "\n".join(rc.claim_section(str(tmp_path), claim))
@@ -270,6 +270,40 @@ def test_the_report_by_hand(tmp_path):
     assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
 
 
+def test_the_report_over_two_blocks(tmp_path):
+    """Amendment 1: a second block (the hand block again, as seeds 3-5 of another warm start) enters the report; its
+    pairs permute labels within blocks, which is not the label test on the six runs pooled."""
+    import re
+    import shutil
+    from results.runstats import blocked_comparison, describe, label_comparison
+    rec = str(tmp_path / "runs" / "search-claim")
+    claim = replace(sc.QUICK_CLAIM, seeds=tuple(range(6)), scheduled=6, problems=3, budgets=(10, 20), min_seeds=6,
+                    answers=48, record="results/runs/search-claim")
+    hand_block(rec, replace(claim, seeds=(0, 1, 2)))
+    other = rec + "-rep-b"
+    os.makedirs(other)
+    for name in os.listdir(rec):
+        copy = shutil.copytree if os.path.isdir(os.path.join(rec, name)) else shutil.copyfile
+        copy(os.path.join(rec, name), os.path.join(other, re.sub(r"-s(\d)", lambda m: f"-s{int(m[1]) + 3}", name)))
+    for r in (rec, other):
+        sc.write_json(os.path.join(r, "block.json"), {"invocations": [{"date": "2026-12-04 19:40 UTC"}]})
+    assert rc.block_of(claim, rec) == {0: rec, 1: rec, 2: rec, 3: other, 4: other, 5: other}
+    sc.write_json(os.path.join(other, sc.STOPPED), {})                 # a stop in any block stops the experiment
+    text = "\n".join(rc.report(claim, rec))
+    assert "Complete seeds: 6 (block A: 0, 1, 2; block search-claim-rep-b: 3, 4, 5)" in text
+    assert "| VPO | search | 2 3 0 2 3 0 | 1.3 | 1.7 |" in text
+    blocked = blocked_comparison({"A": [2, 3, 0], "B": [2, 3, 0]}, {"A": [0] * 3, "B": [0] * 3}, "VPO", "GRPO")
+    pooled = label_comparison([2, 3, 0] * 2, [0] * 6)
+    assert blocked.p != pooled.p and f"| VPO − GRPO | {describe(blocked, 1)} |" in text
+    assert "| step | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 |" in text
+    for name in os.listdir(rec):                                      # a seed complete in two blocks: refused
+        if name.endswith(("-s0", "-s0.json")):
+            copy = shutil.copytree if os.path.isdir(os.path.join(rec, name)) else shutil.copyfile
+            copy(os.path.join(rec, name), os.path.join(other, name))
+    with pytest.raises(UsageError, match="complete in two blocks"):
+        rc.block_of(claim, rec)
+
+
 def test_the_warm_starts_fresh_pools_are_the_plans():
     """PLAN_SEARCH.md: with fresh streams (seed 1) the warm start's 48 answers solve 24 (m = 1) and 25 (m = 3) of
     the 128 hard problems."""
@@ -293,10 +327,11 @@ def test_v2_departures_by_hand(tmp_path):
 def test_report_command_bad_block_and_stop(tmp_path, capsys):
     assert rc.main(["--block", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.startswith("error: --block")
-    rec = tmp_path / "rec"
+    rec, other = tmp_path / "rec", tmp_path / "rec-rep-abcd"
     sc.write_json(str(rec / "block.json"), {})
-    claim_units = len(sc.units(sc.PLAN))
+    sc.write_json(str(other / "block.json"), {"invocations": [{"date": "2026-12-04 19:40 UTC"}]})
     assert rc.main(["--block", str(rec)]) == 0 and not (rec / sc.STOPPED).exists()
-    assert f"0 of {claim_units} units are done" in capsys.readouterr().out
-    assert rc.main(["--block", str(rec), "--stop"]) == 0 and (rec / sc.STOPPED).exists()
+    assert "0 units are done in 2 blocks, of the 44 that its 11 scheduled seeds need" in capsys.readouterr().out
+    assert rc.main(["--block", str(rec), "--stop"]) == 0
+    assert (rec / sc.STOPPED).exists() and (other / sc.STOPPED).exists()   # the stop holds for every block
     assert "no comparison over runs is possible" in capsys.readouterr().out
