@@ -151,7 +151,7 @@ def test_the_plans_deciding_test_on_its_own_example():
 
     import numpy as np
 
-    from results.runstats import detectable_difference, label_comparison, label_p, smallest_p
+    from results.runstats import blocked_comparison, detectable_difference, label_comparison, label_p, smallest_p
     from search import holm
     # every VPO run above every GRPO run reaches the floor; enumerating the 705,432 takes seconds, so 6 runs here
     assert math.comb(22, 11) == 705432 and smallest_p(11, 11) == pytest.approx(2 / 705432)
@@ -165,6 +165,11 @@ def test_the_plans_deciding_test_on_its_own_example():
     assert label_p(a, b) == pytest.approx(extreme / 20)
     # the plan's sd scaled to 128 problems, 6.44: 11 runs per arm find 8.1 with 80% power at alpha = 0.05
     assert detectable_difference(4.83 * 128 / 96, 11, 11) == pytest.approx(8.1, abs=0.05)
+    # amendment 1: block A's 5 seeds and a second block's 6 are dealt within blocks, C(10, 5) · C(12, 6) = 232,848
+    # arrangements; every VPO run above every GRPO run of its block reaches the floor, whatever the blocks' levels
+    c = blocked_comparison({"A": [20, 21, 22, 23, 24], "B": [60, 61, 62, 63, 64, 65]},
+                           {"A": [0, 1, 2, 3, 4], "B": [40, 41, 42, 43, 44, 45]}, "VPO", "GRPO")
+    assert c.floor == pytest.approx(2 / 232848) and c.p == c.floor and c.mean == pytest.approx(20)
     assert holm([0.02, 0.04]) == [True, True] and holm([0.03, 0.04]) == [False, False]
     assert holm([0.04, 0.01]) == [True, True] and holm([0.06, 0.01]) == [False, True]
 
