@@ -56,7 +56,9 @@ def over_runs(a, b, where, name_a="A", name_b="B"):
     """A − B over runs (dicts seed -> value; where: seed -> block), the labels permuted within blocks
     (runstats.blocked_comparison; with one block, label_comparison)."""
     from results.runstats import blocked_comparison
-    group = lambda d: {rec: [d[s] for s in d if where[s] == rec] for rec in dict.fromkeys(map(where.get, d))}  # noqa
+
+    def group(runs):
+        return {rec: [runs[s] for s in runs if where[s] == rec] for rec in dict.fromkeys(map(where.get, runs))}
     return blocked_comparison(group(a), group(b), name_a, name_b)
 
 
