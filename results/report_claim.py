@@ -15,8 +15,8 @@ start, whose seeds enter the test since amendment 1). AMD EPYC machines do not a
 
 After the stop it gives problems solved per run, the plan's deciding and secondary pairs (label test over runs
 within blocks, Holm) and the verdict beside the paper's claim, what leaving each run out does, every pair at every
-budget as a description, search against sampling, early stopping with GRPO's validation curve, the problems only one arm
-solves, the pools on the hard set, the training evaluations, and each arm's machines and seconds.
+budget as a description, search against sampling, early stopping with GRPO's validation curve, the problems only one
+arm solves, the pools on the hard set, the training evaluations, and each arm's machines and seconds.
 results/report.py puts it in results.md (claim_section). results/read_claim.py prints what the runs wrote.
 """
 import argparse
@@ -52,21 +52,16 @@ def block_of(claim, record):
     return dict(sorted(found.items()))
 
 
+def by_block(runs, where):
+    """{block: values} of a dict seed -> value (where: seed -> block), in the order the blocks first appear."""
+    return {rec: [runs[s] for s in runs if where[s] == rec] for rec in dict.fromkeys(map(where.get, runs))}
+
+
 def over_runs(a, b, where, name_a="A", name_b="B"):
     """A − B over runs (dicts seed -> value; where: seed -> block), the labels permuted within blocks
     (runstats.blocked_comparison; with one block, label_comparison)."""
     from results.runstats import blocked_comparison
-
-    def group(runs):
-        return {rec: [runs[s] for s in runs if where[s] == rec] for rec in dict.fromkeys(map(where.get, runs))}
-    return blocked_comparison(group(a), group(b), name_a, name_b)
-
-
-def within_sd(arms, where):
-    """The spread between runs within blocks, pooled over the arms (dicts seed -> value): sqrt(SS / (n − blocks))."""
-    groups = [[[arm[s] for s in arm if where[s] == rec] for rec in set(where.values())] for arm in arms]
-    ss = sum(float(((np.asarray(g, float) - np.mean(g)) ** 2).sum()) for arm in groups for g in arm if g)
-    return float(np.sqrt(ss / sum(len(g) - 1 for arm in groups for g in arm if g)))
+    return blocked_comparison(by_block(a, where), by_block(b, where), name_a, name_b)
 
 
 def read_block(claim, where):
@@ -117,7 +112,7 @@ def report(claim, record):
     """The experiment's section of results.md, as markdown lines, from every block (block A's directory: record):
     only once the experiment is stopped (stopped.json in a block); before that, how many units are done and nothing
     else."""
-    from results.runstats import describe, detectable_difference, paired_comparison
+    from results.runstats import describe, detectable_difference, paired_comparison, within_sd
     from search import holm
     recs = blocks(record)
     done = sum(unit_done(claim, rec, *u) for rec in recs for u in units(claim))
@@ -149,7 +144,7 @@ def report(claim, record):
             [f"{np.mean(list(per_run(found, kind, arm, b).values())):.1f}" for b in claim.budgets]
             for kind in ("evolve", "sample") for arm in arms]
     lines += table(["arm", "how", f"per run at {top}", *map(str, claim.budgets)], rows, note=None) + [""]
-    sd = within_sd([per_run(found, "evolve", a, top) for a in ("vpo", "grpo")], where)
+    sd = within_sd(*(by_block(per_run(found, "evolve", a, top), where) for a in ("vpo", "grpo")))
     found_80 = detectable_difference(sd, len(seeds), len(seeds))
     lines += [f"The spread between runs within blocks, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} "
               f"answers (the plan assumed 6.4). With {len(seeds)} runs per arm the test finds "

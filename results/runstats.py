@@ -206,6 +206,13 @@ def blocked_p(a, b, rng=None):
     return float(np.mean(np.abs(dist) >= observed - TOL))
 
 
+def within_sd(*arms):
+    """The spread between runs within blocks, pooled over arms ({block: values} each): sqrt(SS / (runs − blocks)),
+    SS the squares about each block's arm mean. With one block and two arms: the pooled sd of a two-sample test."""
+    groups = [np.asarray(v, float) for arm in arms for v in arm.values() if len(v)]
+    return math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / sum(len(g) - 1 for g in groups))
+
+
 def blocked_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
     """A − B over unpaired runs in blocks (a, b: {block: the values of its runs}; a block: the runs that share one
     warm start). The difference Σ w_b (mean_a − mean_b) (`block_weights`); Welch's interval with each arm's variance
@@ -227,10 +234,9 @@ def blocked_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
     equal = all(len(a[k]) == len(b[k]) for k in a)
     floor = min(1.0, (2.0 if equal else 1.0) / math.prod(math.comb(len(a[k]) + len(b[k]), len(a[k])) for k in a))
     p = blocked_p(a, b)
-    pooled = math.sqrt(sum(ss) / (n_a + n_b - 2 * blocks))
     return Comparison(name_a, name_b, n_a, n_b, False, mean, mean - half, mean + half, p, floor,
-                      detectable_difference(pooled, n_a, n_b, alpha), reading_of(mean, p, floor, name_a, name_b,
-                                                                                 alpha))
+                      detectable_difference(within_sd(a, b), n_a, n_b, alpha),
+                      reading_of(mean, p, floor, name_a, name_b, alpha))
 
 
 def leave_one_out(a, b, compare):

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from results.runstats import (blocked_comparison, detectable_difference, label_comparison, label_p, leave_one_out, paired_comparison,
-                              runs_needed, sign_flip_p, smallest_p, t_cdf, t_quantile)
+from results.runstats import (blocked_comparison, detectable_difference, label_comparison, label_p, leave_one_out,
+                              paired_comparison, runs_needed, sign_flip_p, smallest_p, t_cdf, t_quantile, within_sd)
 from search import discordant_test, solved_only_by
 
 
@@ -79,6 +79,13 @@ def test_a_difference_between_blocks_is_not_one_between_methods():
         blocked_comparison({"A": [1], "B": [3]}, {"A": [1, 2], "B": [3, 4]})
     with pytest.raises(ValueError, match="same blocks"):
         blocked_comparison({"A": [1, 2]}, {"B": [1, 2]})
+
+
+def test_the_spread_within_blocks_by_hand():
+    # squares about each block's arm mean: 14 + 8 (A) and 14 + 8 (B), over 10 runs less 4 groups
+    a, b = {"A": [5, 9, 4], "B": [30, 26]}, {"A": [2, 3, 7], "B": [21, 25]}
+    assert within_sd(a, b) == pytest.approx(math.sqrt(44 / 6))
+    assert within_sd({"A": [1, 2, 3]}, {"A": [2, 6]}) == pytest.approx(math.sqrt((2 + 8) / 3))   # pooled, two-sample
 
 
 def test_unequal_blocks_by_brute_force():
