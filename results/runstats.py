@@ -23,6 +23,7 @@ The reading of a comparison is the exact test's: "A ahead" or "B ahead" when p �
 and "too few runs" when no outcome of that many runs could reach α. The interval says how large the difference
 may be; it is a description, not the verdict. Tests: tests/test_runstats.py (hand values and brute force).
 """
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ def t_cdf(x, df):
     return 0.5 + math.copysign(area, x)
 
 
+@functools.lru_cache(maxsize=None)  # a report asks for the same few quantiles hundreds of times
 def t_quantile(q, df):
     """The x with P(T ≤ x) = q, by bisection on t_cdf (0 < q < 1)."""
     if not 0 < q < 1:
