@@ -227,8 +227,7 @@ def blocked_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
         raise ValueError(f"a blocked comparison needs more runs per arm ({n_a} and {n_b}) than blocks ({blocks})")
     w = block_weights(a, b)
     mean = float(sum(w[k] * (np.mean(a[k]) - np.mean(b[k])) for k in a))
-    ss = [sum(float(((np.asarray(arm[k], float) - np.mean(arm[k])) ** 2).sum()) for k in a) for arm in (a, b)]
-    s2 = ss[0] / (n_a - blocks), ss[1] / (n_b - blocks)
+    s2 = within_sd(a) ** 2, within_sd(b) ** 2   # each arm's variance pooled within blocks
     va, vb = (s2[i] * sum(w[k] ** 2 / len(arm[k]) for k in a) for i, arm in enumerate((a, b)))
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (n_a - blocks) + vb ** 2 / (n_b - blocks)) if se > 0 else n_a + n_b - 2 * blocks
