@@ -1,11 +1,13 @@
 """Data parallelism under torchrun (gloo, CPU): N processes with a global batch B train the weights one process
-trains with batch B, and evaluate to the same metrics. Each test launches `torchrun --standalone
---nproc_per_node=2` on a tiny toy model (a few seconds)."""
+trains with batch B, and evaluate to the same metrics. The tests share one run in one process and one under
+`torchrun --standalone --nproc_per_node=2` (a module fixture), on a tiny toy model."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from runs import dist
@@ -31,50 +33,56 @@ def launch(script, args, processes, env_extra=None):
     return out.stdout
 
 
-def test_two_processes_train_the_weights_of_one(tmp_path):
-    """Warm start (8 supervised steps) then 3 VPO steps, 4 prompts x 4 rollouts in 2 minibatches per step: the
-    two ranks end with identical weights, equal to one process's (float tolerance: gradients are summed in
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The same run (warm start of 8 supervised steps, then 3 VPO steps of 4 prompts x 4 rollouts in 2
+    minibatches) in one process and under torchrun with two: {1: dir, 2: dir}, each with its ranks' final weights
+    in rankR.pt. No final evaluation: the tests below compare weights, and evaluate the checkpoint themselves."""
+    dirs = {}
+    for n in (1, 2):
+        dirs[n] = tmp_path_factory.mktemp(f"p{n}")
+        launch("tests/scripted_train.py", RUN + ["--out_dir", str(dirs[n])], n,
+               {"SCRIPTED_DUMP": str(dirs[n]), "SCRIPTED_NO_FINISH": "1"})
+    return dirs
+
+
+def test_two_processes_train_the_weights_of_one(trained):
+    """The two ranks end with identical weights, equal to one process's (float tolerance: gradients are summed in
     another order), and the weights moved off the base."""
     weights = {}
-    for n in (1, 2):
-        out = tmp_path / f"p{n}"
-        out.mkdir()
-        launch("tests/scripted_train.py", RUN + ["--out_dir", str(out)], n, {"SCRIPTED_DUMP": str(out)})
+    for n, out in trained.items():
         weights[n] = [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(n)]
         assert sorted(os.listdir(out)) == ["base"] + [f"rank{r}.pt" for r in range(n)] + ["vpo-toy-s0"]
         rows = [json.loads(line) for line in (out / "vpo-toy-s0" / "log.jsonl").read_text().splitlines()]
         assert [r["step"] for r in rows] == [1, 2, 3]  # rank 0 alone wrote the log
     one, (rank0, rank1) = weights[1][0], weights[2]
-    base = torch.load(next((tmp_path / "p1" / "base").glob("*/ckpt.pt")), weights_only=True)["model"]
+    base = torch.load(next((trained[1] / "base").glob("*/ckpt.pt")), weights_only=True)["model"]
     assert not all(torch.equal(base[k], one[k]) for k in one), "the run never moved off its base"
     for k in one:
         assert torch.equal(rank0[k], rank1[k]), k
         torch.testing.assert_close(rank0[k], one[k], rtol=1e-3, atol=1e-4, msg=k)  # the weights move ~1e-3 a step
 
 
-def test_two_processes_stopped_and_resumed_end_where_they_would_have(tmp_path):
+def test_two_processes_stopped_and_resumed_end_where_they_would_have(trained, tmp_path):
     """Under torchrun, 3 RL steps straight == 2 steps, stop, --resume to 3 (same number of processes): bit for bit.
     (A kill -9 of any rank leaves the last atomic checkpoint too; torchrun then stops the others.)"""
-    quick = {"SCRIPTED_NO_FINISH": "1"}
-    launch("tests/scripted_train.py", RUN + ["--out_dir", str(tmp_path), "--run_name", "straight"], 2, quick)
+    shutil.copytree(trained[2] / "base", tmp_path / "base")  # the cached warm start of the straight run
+    out, quick = tmp_path, {"SCRIPTED_NO_FINISH": "1"}
     stop = RUN[:RUN.index("--steps") + 1] + ["2"] + RUN[RUN.index("--steps") + 2:]
-    launch("tests/scripted_train.py", stop + ["--out_dir", str(tmp_path), "--run_name", "stopped"], 2, quick)
-    launch("tests/scripted_train.py", RUN + ["--out_dir", str(tmp_path), "--run_name", "stopped", "--resume"], 2,
+    launch("tests/scripted_train.py", stop + ["--out_dir", str(out), "--run_name", "stopped"], 2, quick)
+    launch("tests/scripted_train.py", RUN + ["--out_dir", str(out), "--run_name", "stopped", "--resume"], 2,
            {**quick, "SCRIPTED_DUMP": str(tmp_path)})
-    a, b = (torch.load(tmp_path / name / "ckpt.pt", weights_only=True) for name in ("straight", "stopped"))
+    a, b = (torch.load(d / "ckpt.pt", weights_only=True) for d in (trained[2] / "vpo-toy-s0", out / "stopped"))
     rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)  # what rank 1 resumed to, unwritten
     assert a["step"] == b["step"] == 3 and a["world"] == 2
     for k in a["model"]:
         assert torch.equal(a["model"][k], b["model"][k]) and torch.equal(a["model"][k], rank1[k]), k
 
 
-def test_two_processes_evaluate_like_one(tmp_path):
+def test_two_processes_evaluate_like_one(trained, tmp_path):
     """evaluate.py under torchrun (3 problems: shares of 2 and 1) writes the metrics of one process, exactly."""
-    out = tmp_path / "run"
-    out.mkdir()
-    launch("tests/scripted_train.py", RUN + ["--out_dir", str(out), "--steps", "1"], 1)
-    ckpt = str(out / "vpo-toy-s0" / "ckpt.pt")
-    args = ["--ckpt", ckpt, "--problems", "3", "--answers", "48", "--device", "cpu"]
+    args = ["--ckpt", str(trained[1] / "vpo-toy-s0" / "ckpt.pt"), "--problems", "3", "--answers", "48",
+            "--device", "cpu"]
     launch("evaluate.py", args + ["--json", str(tmp_path / "one.json")], 1)
     launch("evaluate.py", args + ["--json", str(tmp_path / "two.json")], 2)
     one, two = (json.loads((tmp_path / f).read_text()) for f in ("one.json", "two.json"))
