@@ -67,12 +67,12 @@ def test_two_processes_stopped_and_resumed_end_where_they_would_have(trained, tm
     """Under torchrun, 3 RL steps straight == 2 steps, stop, --resume to 3 (same number of processes): bit for bit.
     (A kill -9 of any rank leaves the last atomic checkpoint too; torchrun then stops the others.)"""
     shutil.copytree(trained[2] / "base", tmp_path / "base")  # the cached warm start of the straight run
-    out, quick = tmp_path, {"SCRIPTED_NO_FINISH": "1"}
+    quick = {"SCRIPTED_NO_FINISH": "1"}
     stop = RUN[:RUN.index("--steps") + 1] + ["2"] + RUN[RUN.index("--steps") + 2:]
-    launch("tests/scripted_train.py", stop + ["--out_dir", str(out), "--run_name", "stopped"], 2, quick)
-    launch("tests/scripted_train.py", RUN + ["--out_dir", str(out), "--run_name", "stopped", "--resume"], 2,
+    launch("tests/scripted_train.py", stop + ["--out_dir", str(tmp_path), "--run_name", "stopped"], 2, quick)
+    launch("tests/scripted_train.py", RUN + ["--out_dir", str(tmp_path), "--run_name", "stopped", "--resume"], 2,
            {**quick, "SCRIPTED_DUMP": str(tmp_path)})
-    a, b = (torch.load(d / "ckpt.pt", weights_only=True) for d in (trained[2] / "vpo-toy-s0", out / "stopped"))
+    a, b = (torch.load(d / "ckpt.pt", weights_only=True) for d in (trained[2] / "vpo-toy-s0", tmp_path / "stopped"))
     rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)  # what rank 1 resumed to, unwritten
     assert a["step"] == b["step"] == 3 and a["world"] == 2
     for k in a["model"]:
