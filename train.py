@@ -248,6 +248,8 @@ def train(args, task, model, directory, device, state=None, quiet=False):
     if state is not None:
         opt.load_state_dict(state["optimizer"])
         start = state["step"]
+        if dist.is_main():
+            print(f"resuming {directory} from its checkpoint at step {start} of {args.steps}", flush=True)
     ref_model = load_model(args.init_path, device)[0].eval().requires_grad_(False) if args.kl_coef else None
     train_model = torch.compile(model) if args.compile else model
     log_weights = vpo.sample_weights(1, LOG_WEIGHTS, task.dim, generator=torch.Generator().manual_seed(0))  # (1, N, D)

@@ -170,7 +170,7 @@ def resume_variant(rl, tmp_path, name, spoil):
     return load_checkpoint(str(path))[0].state_dict()
 
 
-def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path):
+def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path, capsys):
     """4 steps straight == 2 steps, stop, --resume to 4: every tensor bit for bit, every logged value too. The
     run learns (nonzero advantages, weights move off the base), and the test has teeth: resuming with the
     optimizer state reset to fresh ends elsewhere. (No RNG state is saved: every draw is seeded by (seed, step,
@@ -179,7 +179,9 @@ def test_resume_equals_an_uninterrupted_run_that_learns(rl, base, tmp_path):
     common = ["--algo", "vpo", "--steps", "4", "--lr", "1e-3"]
     assert rl(*common, "--run_name", "straight") == 0
     assert rl("--algo", "vpo", "--steps", "2", "--lr", "1e-3", "--run_name", "stopped") == 0
+    capsys.readouterr()
     assert rl(*common, "--run_name", "stopped", "--resume") == 0
+    assert f"resuming {tmp_path / 'stopped'} from its checkpoint at step 2 of 4" in capsys.readouterr().out
 
     straight = load_checkpoint(str(tmp_path / "straight" / "ckpt.pt"))[0].state_dict()
     resumed = load_checkpoint(str(tmp_path / "stopped" / "ckpt.pt"))[0].state_dict()
