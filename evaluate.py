@@ -188,26 +188,29 @@ def format_table(metrics, label=""):
     return "\n".join(lines)
 
 
-def report(directory, task, ks, results, label, summary):
-    """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures, and print
-    the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
-    from runs.plots import plot_best_at_k, plot_curves, plot_scatter
+def report(directory, task, ks, results, label, summary, figures=True):
+    """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures (unless not
+    figures), and print the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
     metrics, pools = results[label]
     summary = {**summary, "metrics": metrics, "base_metrics": results.get("base", (None,))[0],
                "pools": [p.tolist() for p in pools]}
     with open(os.path.join(directory, "summary.json"), "w") as f:
         json.dump(summary, f)
-    title = f"{task.name}, held-out problems"
-    plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"), f"{label} on {task.name}")
-    plot_best_at_k({name: (ks, [r[0]["best@k"][k] for k in ks], None) for name, r in results.items()},
-                   os.path.join(directory, "best_at_k.png"), title=title)
-    plot_scatter({name: r[1] for name, r in results.items()}, task, os.path.join(directory, "scatter.png"),
-                 f"answers' reward vectors, {title}")
+    if figures:
+        from runs.plots import plot_best_at_k, plot_curves, plot_scatter
+        title = f"{task.name}, held-out problems"
+        plot_curves(os.path.join(directory, "log.jsonl"), os.path.join(directory, "curves.png"),
+                    f"{label} on {task.name}")
+        plot_best_at_k({name: (ks, [r[0]["best@k"][k] for k in ks], None) for name, r in results.items()},
+                       os.path.join(directory, "best_at_k.png"), title=title)
+        plot_scatter({name: r[1] for name, r in results.items()}, task, os.path.join(directory, "scatter.png"),
+                     f"answers' reward vectors, {title}")
     print(f"\n{label} on {task.name}: trained in {summary['train_seconds']:.0f} s; evaluated on {metrics['problems']} "
           f"held-out problems in {summary['eval_seconds']:.0f} s")
     for name, (r, _) in reversed(results.items()):
         print(format_table(r, name))
-    print(f"wrote {directory}/ (ckpt.pt, log.jsonl, summary.json, curves.png, best_at_k.png, scatter.png)")
+    pngs = ["curves.png", "best_at_k.png", "scatter.png"] if figures else []
+    print(f"wrote {directory}/ ({', '.join(['ckpt.pt', 'log.jsonl', 'summary.json'] + pngs)})")
     return summary
 
 

@@ -44,7 +44,8 @@ from tasks.geometry import parse_geometry
 ALGOS = ("sft",) + tuple(vpo.METHODS)
 WARM_STARTS = ("diverse", "routes")  # demonstration styles (tasks.Task.demonstration); routes: maze only
 K_FACTORS = (1, 2, 4, 8, 16)  # best@k at k = num_answers * these
-RESUMABLE = ("steps", "device", "quiet", "ckpt_every", "eval_every", "deterministic")  # what --resume may change
+# what --resume may change
+RESUMABLE = ("steps", "device", "quiet", "no_figures", "ckpt_every", "eval_every", "deterministic")
 POSITIVE, NONNEGATIVE = number(float, above=0), number(float, 0)
 LOG_WEIGHTS = 100  # N of the logged set_reward: fixed Dir(1) draws, the same for every method and run
 
@@ -131,6 +132,8 @@ def get_parser():
     a.add_argument("--keep_eval_ckpts", action="store_true", help="keep the weights of every mid-run evaluation")
     a.add_argument("--no_base_eval", action="store_true", help="skip the final evaluation of the starting model")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
+    a.add_argument("--no_figures", action="store_true",
+                   help="skip the run's three figures (most of a tiny run's time; for sweeps that draw their own)")
     return p
 
 
@@ -319,7 +322,8 @@ def finish(args, task, model, directory, seconds, device):
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
              "args": vars(args), "processes": dist.world(), "machine": machine()}
-    return report(directory, task, ks, results, label, extra) if dist.is_main() else None
+    return (report(directory, task, ks, results, label, extra, figures=not args.no_figures) if dist.is_main()
+            else None)
 
 
 def model_config(args):

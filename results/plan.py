@@ -82,7 +82,7 @@ QUICK = {
     "search_rep": {"group": "code_rep", **SEARCH, **QUICK_SEARCH, "hard": "runs/code-v2/search/hard.json"},
     "common": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6",
                "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
-               "--sft_batch_size", "8"],
+               "--sft_batch_size", "8", "--no_figures"],
     "route_mazes": 2, "route_answers": 3,
 }
 GROUPS = ("main", "baselines", "code", "code_rep", "matched", "rerun", "ablations", "geometry")   # in start order

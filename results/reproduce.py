@@ -3,7 +3,7 @@ The reproduction pre-registered in results/PLAN.md (v3, maze) and results/PLAN_C
 arm, seed and evaluation, then the tables and figures.
 
     python -m results.reproduce             # both plans (about 3.5 hours on 2 CPU cores for the maze; resumable)
-    python -m results.reproduce --quick     # the same jobs on a tiny model, about 1.5 minutes (numbers near zero)
+    python -m results.reproduce --quick     # the same jobs on a tiny model, about a minute (numbers near zero)
     python -m results.reproduce --report    # only rewrite results.md and the figures from the finished runs
     python -m results.reproduce --part code # only the code comparison and its search (results/PLAN_CODE.md)
     python -m results.reproduce --part review  # equal compute, ablations, coverage, geometry (results/PLAN_REVIEW.md)
@@ -98,7 +98,7 @@ def run_jobs(out, search, train, jobs, report=None):
 def main(argv=None):
     from runs.cli import COUNT, Parser, UsageError
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the same jobs on a tiny model, about 1.5 minutes")
+    ap.add_argument("--quick", action="store_true", help="the same jobs on a tiny model, about a minute")
     ap.add_argument("--out", default=None, help="output directory (default results/, or results-quick/)")
     ap.add_argument("--jobs", type=COUNT, default=2, help="runs at a time (one torch thread each when > 1)")
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the figures")

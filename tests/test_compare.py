@@ -13,7 +13,7 @@ from tasks import Task, get_task, in_test_split
 
 TINY = ["--algos", "grpo,vpo", "--runs", "2", "--steps", "2", "--eval_every", "1", "--n_layer", "1", "--n_head", "2",
         "--n_embd", "32", "--block_size", "96", "--sft_steps", "3", "--sft_batch_size", "8", "--batch_size", "2",
-        "--group_size", "4", "--num_answers", "2", "--eval_problems", "2", "--eval_answers", "32"]
+        "--group_size", "4", "--num_answers", "2", "--eval_problems", "2", "--eval_answers", "32", "--no_figures"]
 
 
 class Lines(Task):
@@ -53,20 +53,11 @@ def snapshot(root):
             for d, _, files in os.walk(root) for f in files}
 
 
-def no_run_figures(mp):
-    """train.py's own figures off (they take most of a tiny run's time; compare draws its own)."""
-    import runs.plots
-    for name in ("plot_curves", "plot_best_at_k", "plot_scatter"):
-        mp.setattr(runs.plots, name, lambda *a, **k: None)
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """The toy, every run in this process (the worker pool: test_the_worker_pool_...)."""
     out = tmp_path_factory.mktemp("toy") / "cmp"
-    with pytest.MonkeyPatch.context() as mp:
-        no_run_figures(mp)
-        assert compare.main(["--task", "toy", *TINY, "--out", str(out)], in_process=True) == 0
+    assert compare.main(["--task", "toy", *TINY, "--out", str(out)], in_process=True) == 0
     return out
 
 
@@ -113,7 +104,6 @@ def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, cap
 @pytest.fixture
 def launches(monkeypatch):
     """The argv of every train.py run compare launches (in this process)."""
-    no_run_figures(monkeypatch)
     calls, train_job = [], compare.train_job
 
     def counted(argv, out_dir, log):

@@ -16,7 +16,8 @@ from tests.reference import generate_naive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96", "--quiet",
-       "--device", "cpu", "--sft_steps", "8", "--sft_batch_size", "8", "--sft_lr", "3e-2", "--ckpt_every", "0",
+       "--no_figures", "--device", "cpu", "--sft_steps", "8", "--sft_batch_size", "8", "--sft_lr", "3e-2",
+       "--ckpt_every", "0",
        "--algo", "vpo", "--steps", "3", "--batch_size", "4", "--group_size", "4", "--minibatches", "2",
        "--lr", "1e-3", "--eval_every", "0", "--eval_problems", "3", "--eval_answers", "48"]
 

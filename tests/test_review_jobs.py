@@ -84,7 +84,7 @@ def test_coverage_and_validation_jobs_on_a_tiny_maze_run(tmp_path):
     argv = ["--task", "maze", "--algo", "grpo", "--sft_steps", "2", "--steps", "2", "--eval_every", "1",
             "--keep_eval_ckpts", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2",
             "--group_size", "4", "--sft_batch_size", "8", "--eval_problems", "2", "--eval_answers", "48",
-            "--no_base_eval", "--quiet", "--out_dir", str(tmp_path), "--run_name", "g"]
+            "--no_base_eval", "--quiet", "--no_figures", "--out_dir", str(tmp_path), "--run_name", "g"]
     assert train.main(argv) == 0
     d = str(tmp_path / "g")
     review_jobs.coverage_job(os.path.join(d, "ckpt.pt"), os.path.join(d, "coverage.json"), problems=2, answers=6)

@@ -30,7 +30,7 @@ from tasks.toy import ToyTask
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--task", "toy", "--n_layer", "1", "--n_head", "2", "--n_embd", "32", "--block_size", "96",
         "--sft_steps", "3", "--sft_batch_size", "8", "--batch_size", "2", "--group_size", "4", "--steps", "2",
-        "--eval_problems", "2", "--eval_answers", "48", "--eval_every", "0", "--quiet"]
+        "--eval_problems", "2", "--eval_answers", "48", "--eval_every", "0", "--quiet", "--no_figures"]
 
 
 def tree(path):

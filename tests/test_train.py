@@ -27,9 +27,10 @@ def scripted_score(self, problem, answer):
     return np.array([h[0] % 3 / 2, h[1] % 3 / 2], dtype=np.float32)
 
 
-def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeypatch):
+def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeypatch, capsys):
     """summary.json holds the evaluation of the checkpoint the run saved, and of the base it started from, with the
-    run's m, ks and evaluation temperature; two RL runs share one cached warm start; every output is written.
+    run's m, ks and evaluation temperature; two RL runs share one cached warm start; every output is written, but
+    the figures of the run with --no_figures.
     A scripted verifier (a hash of the answer -> {0, 1/2, 1}^2) gives the untrained base nonzero advantages, so RL
     moves it and the two evaluations differ. (The RL step itself is checked in tests/test_wiring_train.py.)"""
     from evaluate import evaluate
@@ -37,13 +38,17 @@ def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeyp
     from tasks.toy import ToyTask
     monkeypatch.setattr(ToyTask, "score", scripted_score)
     assert run(tmp_path, "--algo", "vpo", "--lr", "1e-2") == 0
-    assert run(tmp_path, "--algo", "grpo", "--match_budget", "--lr", "1e-2") == 0
+    assert "scatter.png)" in capsys.readouterr().out
+    assert run(tmp_path, "--algo", "grpo", "--match_budget", "--lr", "1e-2", "--no_figures") == 0
+    assert "(ckpt.pt, log.jsonl, summary.json)" in capsys.readouterr().out
     task, problems = get_task("toy"), get_task("toy").problems("test", 2, seed=0)
     summaries = {}
     for algo, m in (("vpo", 3), ("grpo", 1)):
         d = tmp_path / f"{algo}-toy-s0"
-        for name in ("log.jsonl", "summary.json", "curves.png", "best_at_k.png", "scatter.png"):
+        for name in ("log.jsonl", "summary.json"):
             assert (d / name).stat().st_size > 0, name
+        figures = [(d / name).is_file() for name in ("curves.png", "best_at_k.png", "scatter.png")]
+        assert figures == [algo == "vpo"] * 3
         model, state = load_checkpoint(str(d / "ckpt.pt"))
         assert state["step"] == 2 and state["args"]["algo"] == algo
         rows = [json.loads(line) for line in (d / "log.jsonl").read_text().splitlines()]
