@@ -138,7 +138,8 @@ def test_toy_through_the_gpt_vpo_learns_the_corners_grpo_the_compromise(tmp_path
     """The authors' smallest demonstration through the real pipeline: VPO's answer sets reach E_w[best@3] >= 0.70
     (optimum 0.76), while GRPO's deployment reward settles near the 0.6 compromise."""
     cfg = ["--n_layer", "2", "--n_embd", "64", "--sft_steps", "400", "--sft_batch_size", "32", "--sft_lr", "3e-3",
-           "--steps", "80", "--batch_size", "4", "--group_size", "8", "--lr", "1e-3", "--eval_problems", "8"]
+           "--steps", "80", "--batch_size", "4", "--group_size", "8", "--lr", "1e-3", "--eval_problems", "8",
+           "--no_base_eval", "--no_figures"]
     assert run(tmp_path, "--algo", "vpo", *cfg) == 0
     assert run(tmp_path, "--algo", "grpo", *cfg) == 0
     vpo_m = json.loads((tmp_path / "vpo-toy-s0" / "summary.json").read_text())["metrics"]
