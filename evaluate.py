@@ -189,8 +189,8 @@ def format_table(metrics, label=""):
 
 
 def report(directory, task, ks, results, label, summary, figures=True):
-    """Write summary.json (summary + the run's metrics, its base's, the answer pools), the PNG figures (unless not
-    figures), and print the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
+    """Write summary.json (summary + the run's metrics, its base's, the answer pools) and, where figures is true,
+    the PNG figures; print the tables. results: {label: (metrics, pools), optionally "base": (metrics, pools)}."""
     metrics, pools = results[label]
     summary = {**summary, "metrics": metrics, "base_metrics": results.get("base", (None,))[0],
                "pools": [p.tolist() for p in pools]}

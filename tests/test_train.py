@@ -29,8 +29,8 @@ def scripted_score(self, problem, answer):
 
 def test_runs_write_their_outputs_and_evaluate_the_final_model(tmp_path, monkeypatch, capsys):
     """summary.json holds the evaluation of the checkpoint the run saved, and of the base it started from, with the
-    run's m, ks and evaluation temperature; two RL runs share one cached warm start; every output is written, but
-    the figures of the run with --no_figures.
+    run's m, ks and evaluation temperature; two RL runs share one cached warm start; every output is written,
+    except the figures of the run given --no_figures.
     A scripted verifier (a hash of the answer -> {0, 1/2, 1}^2) gives the untrained base nonzero advantages, so RL
     moves it and the two evaluations differ. (The RL step itself is checked in tests/test_wiring_train.py.)"""
     from evaluate import evaluate
