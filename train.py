@@ -133,7 +133,7 @@ def get_parser():
     a.add_argument("--no_base_eval", action="store_true", help="skip the final evaluation of the starting model")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     a.add_argument("--no_figures", action="store_true",
-                   help="skip the run's three figures (most of a tiny run's time; for sweeps that draw their own)")
+                   help="skip the run's figures (over a third of a tiny run's time; for sweeps drawing their own)")
     return p
 
 
