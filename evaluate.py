@@ -223,7 +223,7 @@ def get_parser():
     ap.add_argument("--temperature", type=number(float, 0), default=0.7,
                     help="sampling temperature (the paper's 0.7; 0 = greedy)")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
-    ap.add_argument("--json", default=None, help="also write the metrics to this file")
+    ap.add_argument("--json", default=None, help="also write the metrics to this file (a new file, or an existing .json file)")
     ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                     help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
@@ -231,11 +231,13 @@ def get_parser():
 
 
 def main(argv=None):
-    from runs.cli import UsageError, load_run, pick_device, test_problems, use_amp
+    from runs.cli import UsageError, eval_weights, geometry_of, load_run, pick_device, test_problems, use_amp
     try:
         args = get_parser().parse_args(argv)
         if args.json and (os.path.isdir(args.json) or not os.path.isdir(os.path.dirname(os.path.abspath(args.json)))):
             raise UsageError(f"--json {args.json}: not a file in an existing directory")
+        if args.json and os.path.lexists(args.json) and not args.json.endswith(".json"):
+            raise UsageError(f"--json {args.json} exists and is not a .json file: not overwriting it")
         device = pick_device(args.device)
         model, run, task, m = load_run(args.ckpt, device)
         problems = test_problems(task, args.problems)
@@ -245,7 +247,8 @@ def main(argv=None):
     device = dist.setup(device)  # torchrun evaluate.py ...: the problems split across processes
     ks = [run.num_answers * f for f in (1, 2, 4, 8, 16)]
     metrics, _ = evaluate(model, task, problems, m, ks, max(args.answers, max(ks)), args.temperature, args.seed,
-                          amp=use_amp(args.dtype, getattr(run, "dtype", "auto")))
+                          weights=eval_weights(run, task), amp=use_amp(args.dtype, getattr(run, "dtype", "auto")),
+                          geometry=geometry_of(run, task))
     dist.teardown()
     if not dist.is_main():
         return 0

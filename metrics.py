@@ -16,11 +16,11 @@ is the reward vector of answer y.
   Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics
                   front vectors, mean of each reward dimension
 
-Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
-masked out by the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out
-of every max, and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's
-"missing answers count as zero vectors". In a pooled best@k a masked answer keeps its slot and scores 0;
-diversity and pareto_metrics describe the valid answers only.
+Invalid answers: an answer that is missing or repeats an earlier answer of the same rollout is masked out by
+the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out of every max,
+and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's "missing answers count as zero
+vectors". An answer the task cannot read stays in, with the zero vector its score gives it. In a pooled best@k a masked answer keeps its slot and scores 0;
+diversity and pareto_metrics describe the unmasked answers only (an unreadable one as its zero vector).
 """
 import math
 

@@ -359,7 +359,8 @@ def precision(device, amp=True):
 
 
 def main(argv=None):
-    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, load_model, load_run, number, pick_device, use_amp
+    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, eval_weights, load_model, load_run, number, \
+        pick_device, use_amp
 
     ap = Parser(description="Print samples from a checkpoint.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
@@ -389,7 +390,8 @@ def main(argv=None):
                 problem = task.problems("test", args.problem + 1, seed=0)[args.problem]
             except (ValueError, RuntimeError) as e:
                 raise UsageError(f"--problem {args.problem}: {e}") from None
-            text = task.prompt(problem, m)
+            weights = eval_weights(run, task)  # a goal-conditioned policy's prompt ends with the w* line
+            text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
         else:
             text = (args.prompt or "").replace("\\n", "\n")
         prompt = [tok.BOS_ID] + tok.encode(text)

@@ -36,11 +36,13 @@ from sample import answer_budget, completion_texts, generate, prompt_ids, rollou
 from tasks import tokenizer as tok
 
 
-def best_of_k(model, task, problems, m, k, temperature=0.7, generator=None, amp=True):
-    """For each problem: ceil(k/m) rollouts, the first k answers, the best by w*^T r.
+def best_of_k(model, task, problems, m, k, temperature=0.7, generator=None, amp=True, weights=None):
+    """For each problem: ceil(k/m) rollouts, the first k answers, the best by w*^T r. weights: the vector a
+    goal-conditioned policy's prompts carry (runs.cli.eval_weights; None: the plain prompt).
     -> list of (answer, reward vector, score); a problem with no valid answer gives ('', zeros, 0)."""
     n_roll = math.ceil(k / m)
-    _, _, texts, rewards, mask = rollout(model, task, problems, m, n_roll, temperature, generator, amp=amp)
+    _, _, texts, rewards, mask = rollout(model, task, problems, m, n_roll, temperature, generator, weights=weights,
+                                         amp=amp)
     w = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     out = []
     for i, problem in enumerate(problems):
@@ -109,9 +111,11 @@ class Population:
         return self.solved_at is not None or self.used + self.cost > self.budget
 
 
-def add_fresh_samples(model, task, pops, m, n, temperature, generator, amp=True):
-    """n fresh samples from the plain prompt of each population's problem, added to it (and charged)."""
-    _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in pops], m, n, temperature, generator, amp=amp)
+def add_fresh_samples(model, task, pops, m, n, temperature, generator, amp=True, weights=None):
+    """n fresh samples from the prompt of each population's problem (with weights: its goal-conditioned prompt),
+    added to it (and charged)."""
+    _, _, texts, _, _ = rollout(model, task, [pop.problem for pop in pops], m, n, temperature, generator,
+                                weights=weights, amp=amp)
     for i, pop in enumerate(pops):
         for t in texts[i * n:(i + 1) * n]:
             pop.add(task.parse(t, m))
@@ -119,8 +123,9 @@ def add_fresh_samples(model, task, pops, m, n, temperature, generator, amp=True)
 
 @torch.no_grad()
 def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_per_round=8, temperature=1.0,
-           seed=0, amp=True, max_rows=1024):
-    """Evolutionary search on every problem at once. -> list of dicts (Population.result): solved_at (budget
+           seed=0, amp=True, max_rows=1024, weights=None):
+    """Evolutionary search on every problem at once. weights: the vector a goal-conditioned policy's prompts
+    carry (runs.cli.eval_weights; None: the plain prompt). -> list of dicts (Population.result): solved_at (budget
     spent when the first solving program appeared, or None), solved_by, reward_solved_at, used (<= budget),
     population size, best program (the solving one where solved)."""
     if budget < min_budget(m, unit, parents_per_round):
@@ -131,12 +136,12 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
     rng = np.random.default_rng(seed)
     pops = [Population(task, p, budget, m, unit) for p in problems]
     cost = pops[0].cost if pops else 1
-    # the initial population: a quarter of the budget in fresh samples from the plain prompt, drawn in calls of
+    # the initial population: a quarter of the budget in fresh samples from the prompt, drawn in calls of
     # at most max_rows rows (a 3072-answer budget on 32 problems would otherwise be one batch of 24,576 rows)
     n0 = max(1, (init or budget // 4) // cost)
     per_call = max(1, max_rows // max(1, len(problems)))
     for start in range(0, n0, per_call):
-        add_fresh_samples(model, task, pops, m, min(per_call, n0 - start), temperature, generator, amp)
+        add_fresh_samples(model, task, pops, m, min(per_call, n0 - start), temperature, generator, amp, weights)
     block = model.config.block_size
     while not all(pop.done for pop in pops):
         prompts, prefixes, owners, written = [], [], [], []
@@ -144,7 +149,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
             if pop.done:
                 continue
             for _ in range(min(parents_per_round, (pop.budget - pop.used) // cost)):
-                base = prompt_ids(task, pop.problem, m)
+                base = prompt_ids(task, pop.problem, m, weights)
                 parent = tok.encode(pop.answers[lexicase(np.stack(pop.vectors), rng)]) if pop.answers else []
                 cut = min(int(rng.integers(0, len(parent) + 1)), block - len(base) - 1)  # room for 1 new token
                 prompts.append(base + parent[:cut])
@@ -169,9 +174,9 @@ def solved_by_budget(results, budgets):
 
 @torch.no_grad()
 def sample_until_solved(model, task, problems, m, budget, unit="answers", temperature=1.0, seed=0, chunk=64,
-                        amp=True, max_rows=1024):
+                        amp=True, max_rows=1024, weights=None):
     """Best-of-k sampling with the search's budget, as the baseline the search must beat: fresh samples from the
-    plain prompt, at most `chunk` per problem and max_rows in all per call, until one answer solves or the budget
+    prompt (weights: as evolve's), at most `chunk` per problem and max_rows in all per call, until one answer solves or the budget
     is spent (counted as Population counts it, so solved_at means the same as evolve's).
     -> list of dicts like evolve's."""
     device = next(model.parameters()).device
@@ -180,7 +185,7 @@ def sample_until_solved(model, task, problems, m, budget, unit="answers", temper
     while not all(pop.done for pop in pops):
         open_ = [pop for pop in pops if not pop.done]
         n = max(1, min(chunk, max_rows // len(open_), min((pop.budget - pop.used) // pop.cost for pop in open_)))
-        add_fresh_samples(model, task, open_, m, n, temperature, generator, amp)
+        add_fresh_samples(model, task, open_, m, n, temperature, generator, amp, weights)
     return [pop.result() for pop in pops]
 
 
@@ -253,7 +258,7 @@ def get_parser():
 
 
 def main(argv=None):
-    from runs.cli import UsageError, load_run, pick_device, test_problems, use_amp
+    from runs.cli import UsageError, eval_weights, load_run, pick_device, test_problems, use_amp
     try:
         args = get_parser().parse_args(argv)
         device = pick_device(args.device)
@@ -269,7 +274,7 @@ def main(argv=None):
         temperature = 0.7 if args.temperature is None else args.temperature
         amp = use_amp(args.dtype, getattr(run, "dtype", "auto"))
         picks = best_of_k(model, task, problems, m, args.k, temperature,
-                          torch.Generator(device=device).manual_seed(args.seed), amp=amp)
+                          torch.Generator(device=device).manual_seed(args.seed), amp=amp, weights=eval_weights(run, task))
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
         solved = sum(task.solves(p, answer, vector) for p, (answer, vector, _) in zip(problems, picks))
@@ -279,7 +284,7 @@ def main(argv=None):
         return 0
     temperature = 1.0 if args.temperature is None else args.temperature
     results = evolve(model, task, problems, m, args.budget, args.unit, temperature=temperature, seed=args.seed,
-                     amp=use_amp(args.dtype, getattr(run, "dtype", "auto")))
+                     amp=use_amp(args.dtype, getattr(run, "dtype", "auto")), weights=eval_weights(run, task))
     budgets = [b for b in (48, 96, 192, 384, 768, 1536) if b <= args.budget] or [args.budget]
     print(f"evolve ({run.algo}, m={m}, T={temperature}): problems solved within a budget of {args.unit}, "
           f"of {len(problems)}: " + ", ".join(f"{b}: {n}" for b, n in solved_by_budget(results, budgets).items()))

@@ -30,8 +30,8 @@ from evaluate import evaluate, report
 from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
-from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, load_model, number, \
-    set_deterministic, task_name
+from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, eval_weights, geometry_of, \
+    load_model, number, set_deterministic, task_name
 from runs.dirs import base_dir, create_run_dir, machine, save_run_checkpoint, truncate_logs
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
@@ -117,7 +117,8 @@ def get_parser():
     a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup, in steps")
     a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999, help="AdamW beta2 (the authors')")
     a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01, help="AdamW weight decay (the authors')")
-    a.add_argument("--temperature", type=POSITIVE, default=1.0, help="rollout sampling temperature")
+    a.add_argument("--temperature", type=number(float, 0.01), default=1.0,
+                   help="rollout sampling temperature, at least 0.01 (the loss divides the logits by it too)")
     a.add_argument("--kl_coef", type=NONNEGATIVE, default=1e-3, help="k3 KL to the frozen base, as a loss term")
     a.add_argument("--clip", type=POSITIVE, default=0.2, help="PPO clip range (low and high)")
     a.add_argument("--dual_clip", type=number(float, above=1), default=3.0, help="dual clip c > 1 (A < 0)")
@@ -235,12 +236,6 @@ def method_weights(kind, cfg, step, D):
     return None
 
 
-def eval_weights(args, task):
-    """What a goal-conditioned policy is prompted with at evaluation: the deployment weights w* (None otherwise)."""
-    method = vpo.METHODS.get(args.algo)
-    return task.deploy_weights if method is not None and method.weights == "prompt" else None
-
-
 def train(args, task, model, directory, device, state=None, quiet=False):
     """The RL loop of one run, in directory. state: a loaded checkpoint to resume from. Checkpoints every
     --ckpt_every steps, at evaluations and at the end. -> seconds."""
@@ -287,11 +282,6 @@ def train(args, task, model, directory, device, state=None, quiet=False):
     bar.close()
     checkpoint(args.steps)
     return time.perf_counter() - t_start
-
-
-def geometry_of(args, task):
-    """The run's --reward_geometry as a tasks.geometry.Geometry (the evaluation describes the vector the run saw too)."""
-    return parse_geometry(getattr(args, "reward_geometry", ""), task.objectives, task.deploy_weights)
 
 
 def evaluate_during(args, task, model, directory, device, problems, ks, step):

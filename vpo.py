@@ -33,10 +33,10 @@ how its estimator is called and which of train.py's options it reads; train.py a
 checks, the answers per rollout a checkpoint is evaluated with) ask it.
 The evaluation metrics (best@k, pass@k, E_w[best@k], diversity, Pareto) live in metrics.py.
 
-Invalid answers: an answer that is missing, unparseable, or repeats an earlier answer of the same rollout is
-masked out by the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out
-of every max, and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's
-"missing answers count as zero vectors".
+Invalid answers: an answer that is missing or repeats an earlier answer of the same rollout is masked out by
+the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out of every max,
+and a rollout without a valid answer scores 0; for rewards >= 0 that is the paper's "missing answers count as zero
+vectors". An answer the task cannot read stays in, with the zero vector its score gives it.
 """
 import math
 from dataclasses import dataclass

@@ -146,8 +146,9 @@ def prepare(argv, parser, may_change, ks_of):
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
     if not args.resume and args.init is not None:
         model = load_model(args.init, device)[0]
-    if model is not None:  # the block size is the model's
-        args.block_size = model.config.block_size
+    if model is not None:  # the shape is the model's, so that the saved and printed arguments describe it
+        args.block_size, args.n_layer, args.n_head, args.n_embd = (model.config.block_size, model.config.n_layer,
+                                                                     model.config.n_head, model.config.n_embd)
     check_method(args, task)
     check_fits(task, 1, args.block_size, "--block_size", args.warm_start)
     check_fits(task, args.num_answers, args.block_size, style=args.warm_start)
@@ -157,4 +158,13 @@ def prepare(argv, parser, may_change, ks_of):
         if not args.overwrite:
             raise UsageError(f"run directory {directory} exists: pass --resume to continue it or --overwrite")
         check_overwritable(directory)
+        if args.init is not None and inside(args.init, directory):
+            raise UsageError(f"--init {args.init} lies in the run directory {directory}, which --overwrite would "
+                             "delete: copy it elsewhere first")
     return args, task, model, directory, device, state
+
+
+def inside(path, directory):
+    """Whether path lies in directory (links resolved)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return os.path.commonpath([path, directory]) == directory

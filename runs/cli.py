@@ -4,6 +4,7 @@ task options, devices, and loading a train.py run for evaluate.py, sample.py and
 
     args = Parser().parse_args(argv)              # a mistake raises UsageError: "error: ..." and exit code 2
     model, args, task, m = load_run("out/vpo-maze-s0/ckpt.pt")
+    weights = eval_weights(args, task)            # w* for a goal-conditioned run, whose prompts carry it
 """
 import argparse
 import math
@@ -14,6 +15,8 @@ import torch
 import vpo
 from model import CheckpointError, load_checkpoint
 from tasks import TASKS, get_task, is_task_name
+from tasks import tokenizer as tok
+from tasks.geometry import parse_geometry
 
 MAX_PROBLEMS = 10_000        # the most problems a command draws at once (toy has 1222 test problems)
 MAX_SEED = 2**32 - 1
@@ -128,6 +131,8 @@ def load_model(path, device="cpu", need=()):
         model, state = load_checkpoint(path, device)
     except CheckpointError as e:
         raise UsageError(str(e)) from None
+    if model.config.vocab_size != tok.vocab_size:
+        raise UsageError(f"{path}: a model of {model.config.vocab_size} tokens, not the tokenizer's {tok.vocab_size}")
     missing = [k for k in need if k not in state]
     if missing:
         raise UsageError(f"{path} is not a train.py run checkpoint (no {', '.join(missing)})")
@@ -144,6 +149,18 @@ def load_run(path, device="cpu", probe=(("test", 1),)):
     except (AttributeError, TypeError, KeyError):
         raise UsageError(f"{path} is not a train.py run checkpoint (its args lack task, task_opt or algo)") from None
     return model.eval(), args, make_task(task_name, task_opt, probe), m
+
+
+def eval_weights(run, task):
+    """What a run's policy is prompted with outside training: the deployment weights w* for a goal-conditioned
+    method (vpo.Method.weights == "prompt": it never saw a prompt without them), None for the others."""
+    method = vpo.METHODS.get(run.algo)
+    return task.deploy_weights if method is not None and method.weights == "prompt" else None
+
+
+def geometry_of(run, task):
+    """The run's --reward_geometry as a tasks.geometry.Geometry (the evaluation describes the vector it saw too)."""
+    return parse_geometry(getattr(run, "reward_geometry", ""), task.objectives, task.deploy_weights)
 
 
 def test_problems(task, n, flag="--problems"):

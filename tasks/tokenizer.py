@@ -13,7 +13,9 @@ tokens 0..255, and four special tokens follow them:
 Plain text never turns into special tokens (encode uses tiktoken's encode_ordinary), so a prompt or an
 answer that happens to contain the characters "<|sep|>" stays ordinary bytes. Only trusted text that we
 write ourselves (demonstrations) is encoded with encode_special. The model, of course, can emit the
-special ids; decode turns them back into their names.
+special ids; decode turns them back into their names. Task.parse then splits on the name, so a model that spells
+"<|sep|>" in bytes splits its answer there too. That gains it nothing: parse keeps at most m answers, and the bytes
+count in the answer's room.
 """
 import tiktoken
 

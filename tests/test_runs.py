@@ -21,7 +21,7 @@ import scripted_train
 import search
 import train
 from model import GPT, CheckpointError, GPTConfig, load_checkpoint, save_checkpoint
-from runs.checks import check_method
+from runs.checks import check_method, prepare
 from runs.cli import UsageError
 from runs.dirs import check_overwritable
 from tasks import get_task
@@ -87,7 +87,8 @@ def done(tmp_path_factory):
     (["--sft_lr", "inf"], "--sft_lr"), (["--kl_coef", "inf"], "--kl_coef"), (["--kl_coef", "-1"], "--kl_coef"),
     (["--weight_decay", "nan"], "--weight_decay"), (["--weight_decay", "-5"], "--weight_decay"),
     (["--temperature", "inf"], "--temperature"), (["--temperature", "nan"], "--temperature"),
-    (["--temperature", "0"], "--temperature"), (["--eval_temperature", "inf"], "--eval_temperature"),
+    (["--temperature", "0"], "--temperature"), (["--temperature", "1e-9"], ">= 0.01"),
+    (["--eval_temperature", "inf"], "--eval_temperature"),
     (["--eval_temperature", "-1"], "--eval_temperature"), (["--clip", "inf"], "--clip"),
     (["--dual_clip", "nan"], "--dual_clip"), (["--dual_clip", "1"], "--dual_clip"),
     (["--grad_clip", "inf"], "--grad_clip"),
@@ -147,6 +148,27 @@ def test_overwrite_deletes_only_a_run_directory(world, capsys):
     for name, needle in (("sibling", "notes.txt"), ("link", "not a run directory"), ("file", "not a run directory")):
         assert_refused(capsys, train.main(TINY + ["--out_dir", str(world), "--run_name", name, "--overwrite"]), needle)
     assert tree(world.parent) == before
+
+
+def test_overwrite_refuses_to_delete_the_init_it_starts_from(done, tmp_path, capsys):
+    """--init inside the run directory --overwrite would empty: refused before anything is deleted."""
+    out = tmp_path / "out"
+    shutil.copytree(done.parent, out / "vpo-toy-s0")
+    before = tree(tmp_path)
+    init = out / "vpo-toy-s0" / "ckpt.pt"
+    assert_refused(capsys, train.main(TINY + ["--out_dir", str(out), "--init", str(init), "--overwrite"]), "--init")
+    assert tree(tmp_path) == before
+
+
+def test_a_run_from_init_records_the_shape_of_its_model(done, tmp_path):
+    """The flags' model shape gives way to --init's: the saved arguments describe the model that trains."""
+    args, _, model, *_ = prepare(TINY + ["--out_dir", str(tmp_path), "--init", str(done), "--n_layer", "3",
+                                        "--n_embd", "64", "--block_size", "128"],
+                                 train.get_parser, train.RESUMABLE, lambda a: [a.num_answers])
+    config = model.config
+    assert (args.n_layer, args.n_head, args.n_embd, args.block_size) == (1, 2, 32, 96) == \
+        (config.n_layer, config.n_head, config.n_embd, config.block_size)
+    assert not os.listdir(tmp_path)
 
 
 def test_the_files_a_run_writes_may_be_overwritten_and_nothing_else(tmp_path):
@@ -357,14 +379,19 @@ def test_load_checkpoint_rejects_non_finite_weights(tmp_path, capsys):
 # -------------------------------------------------------------------------- evaluate.py, sample.py, search.py
 @pytest.fixture(scope="module")
 def checkpoints(done, tmp_path_factory):
-    """The finished run's checkpoint, one whose task options are invalid, one without train.py's args."""
+    """The finished run's checkpoint, one whose task options are invalid, one without train.py's args, one of
+    another vocabulary, and the run as if goal-conditioned (its prompts carry w*)."""
     d = tmp_path_factory.mktemp("ckpts")
     state = torch.load(done, weights_only=True)
     state["args"]["task_opt"] = ["compromise=2"]
     torch.save(state, d / "bad_opts.pt")
+    state["args"]["task_opt"], state["args"]["algo"] = [], "goal_cond"
+    torch.save(state, d / "goal.pt")
     save_checkpoint(str(d / "no_args.pt"), load_checkpoint(str(done))[0])
+    save_checkpoint(str(d / "vocab64.pt"), GPT(GPTConfig(vocab_size=64, block_size=96, n_layer=1, n_head=2, n_embd=32)),
+                    args=state["args"])
     return {"run": str(done), "bad_opts": str(d / "bad_opts.pt"), "no_args": str(d / "no_args.pt"),
-            "missing": str(d / "missing.pt")}
+            "missing": str(d / "missing.pt"), "vocab64": str(d / "vocab64.pt"), "goal": str(d / "goal.pt")}
 
 
 TOOL_CASES = [
@@ -378,6 +405,8 @@ TOOL_CASES = [
     (evaluate, ["--ckpt", "run", "--seed", "-1"], "--seed"),
     (evaluate, ["--ckpt", "run", "--json", "/nonexistent/m.json"], "--json"),
     (evaluate, ["--ckpt", "run", "--json", "/tmp"], "--json"),
+    (evaluate, ["--ckpt", "run", "--json", "run"], "not overwriting"),          # the checkpoint itself
+    (evaluate, ["--ckpt", "vocab64"], "not the tokenizer's 260"),
     (evaluate, ["--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
     (evaluate, ["--ckpt", "no_args"], "not a train.py run checkpoint"),
     (evaluate, ["--ckpt", "missing"], "not found"),
@@ -390,6 +419,7 @@ TOOL_CASES = [
     (sample, ["--ckpt", "run", "--num_samples", "0"], "--num_samples"),
     (sample, ["--ckpt", "bad_opts"], "compromise must be in [0, 1]"),
     (sample, ["--ckpt", "missing"], "not found"),
+    (sample, ["--ckpt", "vocab64"], "not the tokenizer's 260"),
     (search, ["bestofk", "--ckpt", "run", "--temperature", "nan"], "--temperature"),
     (search, ["bestofk", "--ckpt", "run", "--temperature", "inf"], "--temperature"),
     (search, ["bestofk", "--ckpt", "run", "--problems", "0"], "--problems"),
@@ -422,6 +452,25 @@ def test_search_honours_temperature_zero(checkpoints, monkeypatch):
     assert search.main(["evolve", "--ckpt", checkpoints["run"], "--problems", "1", "--temperature", "0"]) == 0
     assert search.main(["evolve", "--ckpt", checkpoints["run"], "--problems", "1"]) == 0
     assert seen == [0.0, 0.0, 1.0]
+
+
+def test_the_tools_prompt_a_goal_conditioned_run_with_w_star(checkpoints, tmp_path, capsys, monkeypatch):
+    """A goal-conditioned policy never saw a prompt without its weights line: every tool writes w* into it, as
+    train.py's own evaluation does; other runs get the plain prompt."""
+    w_star = list(get_task("toy").deploy_weights)
+    for name, weights in (("goal", w_star), ("run", None)):
+        out = tmp_path / f"{name}.json"
+        assert evaluate.main(["--ckpt", checkpoints[name], "--problems", "1", "--answers", "8", "--json", str(out)]) == 0
+        assert json.loads(out.read_text())["prompt_weights"] == weights
+        assert sample.main(["--ckpt", checkpoints[name], "--num_samples", "1", "--max_new_tokens", "4"]) == 0
+        assert ("\nweights 0." in capsys.readouterr().out) == (weights is not None)
+        seen = []
+        monkeypatch.setattr(search, "evolve", lambda *a, **kw: seen.append(kw["weights"]) or [])
+        monkeypatch.setattr(search, "best_of_k",
+                            lambda *a, **kw: seen.append(kw["weights"]) or [("", torch.zeros(2).numpy(), 0.0)])
+        assert search.main(["evolve", "--ckpt", checkpoints[name], "--problems", "1"]) == 0
+        assert search.main(["bestofk", "--ckpt", checkpoints[name], "--problems", "1"]) == 0
+        assert [None if w is None else list(w) for w in seen] == [weights, weights]
 
 
 def test_weight_drawing_methods_need_two_reward_dimensions():

@@ -97,7 +97,8 @@ def test_population_in_samples_charges_one_per_completion():
 
 def scripted_rollout(scripts, calls):
     """A stand-in for sample.rollout: problem -> (completions, reward vectors (G, m, D), answer mask (G, m))."""
-    def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, amp=True):
+    def rollout(model, task, problems, m, num_samples, temperature, generator, top_p=None, weights=None, amp=True):
+        assert weights is None                                  # the plain prompt, as every search here draws
         calls.append((m, num_samples, temperature))
         assert all(len(scripts[p][0]) == num_samples for p in problems)
         texts = [t for p in problems for t in scripts[p][0]]
@@ -218,7 +219,7 @@ def test_sample_until_solved_stops_at_the_solving_answer(monkeypatch):
     problems = task.problems("test", 2, seed=0)
     calls = []
 
-    def fake_rollout(model, task_, probs, m, n, temperature, generator=None, amp=True):
+    def fake_rollout(model, task_, probs, m, n, temperature, generator=None, weights=None, amp=True):
         calls.append((len(probs), n))
         texts = []
         for p in probs:
