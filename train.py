@@ -63,7 +63,7 @@ def get_parser():
                    help=f"vector-reward task: {', '.join(TASKS)}, or MODULE:CLASS (a tasks.Task subclass defined "
                         "elsewhere, importable from the Python path)")
     a.add_argument("--task_opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="task option, e.g. num_tests=16 for code or answer_tokens=40 for any task (repeatable)")
+                   help="task option, e.g. num_tests=6 for code or answer_tokens=40 for any task (repeatable)")
     a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")

@@ -1,4 +1,5 @@
-"""The code the documentation cites exists: every `file.py:name` (also `dir/file.py:name`, `file.py:Class.method`),
+"""The code the documentation cites exists: every `file.py:name` (also `dir/file.py:name`, `file.py:Class.method`,
+a pytest node id `tests/test_x.py::test_y`),
 every dotted `module.name` of this repository (`vpo.METHODS`, `tasks.base.Task`, `Task.score_rollouts`, ...) and
 every repository path (`results/PLAN.md`, `bench/compare_runs.py`) that README.md, docs/*.md, results/*.md and
 bench/README.md cite in backticks, in fenced code blocks or as the target of a markdown link. Nothing is imported:
@@ -24,7 +25,7 @@ EXTENSIONS = ("py", "md", "json", "jsonl", "png", "txt", "cff", "pt", "toml", "c
 FENCE = re.compile(r"^ *```[^\n]*\n.*?^ *```", re.M | re.S)
 SPAN = re.compile(r"`([^`]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.*-]+/)*[\w*-]+\.py):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.*-]+/)*[\w*-]+\.py)::?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")  # or pytest's ::
 # a token with a slash (a directory, a file under one) or a file name with an extension; a dot ends a segment only
 # if a name goes on after it (the full stop of a sentence is not part of the path), braces are a placeholder
 SEGMENT = r"(?:[\w*-]|\{[\w,.]*\}|\.(?=[\w*{]))+"
@@ -238,6 +239,7 @@ def check(code, doc, kind, token, prefixes=PREFIXES):
     """None if the reference resolves, else why not."""
     if kind == "file:name":
         path, name = token.split(":", 1)
+        name = name.removeprefix(":")  # a pytest node id, tests/x.py::test_y
         files = matching_files(code, path)
         if not files:
             return f"{path} does not exist"
@@ -324,7 +326,7 @@ PLANTED = {
     "docs/a.md": "",
     ".ci/run": "",
 }
-GOOD = ["`alpha.py:run`", "`pkg/yours.py`", "`.ci/run`", "`.venv/bin/activate`", "`alpha.py:Thing.go`",
+GOOD = ["`alpha.py:run`", "`alpha.py::run`", "`pkg/yours.py`", "`.ci/run`", "`.venv/bin/activate`", "`alpha.py:Thing.go`",
         "`alpha.py:Thing.count`", "`alpha.py:Thing.size`", "`alpha.Y`",
         "`pkg/inner.py:Helper`", "`alpha.Helper`", "`pkg.make`", "`pkg.inner.Helper.shared`", "`Thing.go`",
         "`Helper.shared`", "`docs/a.md`", "`docs/`", "`pkg/*.py`", "[`alpha.py:X`](alpha.py)", "[a](docs/a.md#x)",
@@ -332,7 +334,7 @@ GOOD = ["`alpha.py:run`", "`pkg/yours.py`", "`.ci/run`", "`.venv/bin/activate`",
         "```\npython alpha.py --x 1\nx = torch.zeros(3).mean()\n```", "[page](https://example.org/x.py)",
         "`alpha.inner_mod.Helper`", "`python -m pkg.inner`",
         "`python pkg/inner.py --x`", "`see docs/a.md.`", "`runs/maze/NAME/{log,eval}.jsonl`"]
-BAD = ["`alpha.py:walk`", "`alpha.py:Thing.stop`", "`beta.py:run`", "`pkg/inner.py:Gone`", "`alpha.Gone`",
+BAD = ["`alpha.py:walk`", "`alpha.py::walk`", "`alpha.py:Thing.stop`", "`beta.py:run`", "`pkg/inner.py:Gone`", "`alpha.Gone`",
        "`pkg.gone`", "`pkg.inner.Helper.missing`", "`Thing.stop`", "`docs/b.md`", "[x](missing.md)",
        "```\npython gamma.py\n```", "`pkg/other.py`", "`python -m pkg.outer`", "`alpha.run.inner`", "`python inner.py`",
        "`.ci/test`"]

@@ -23,7 +23,7 @@ import train
 from model import GPT, CheckpointError, GPTConfig, load_checkpoint, save_checkpoint
 from runs.checks import check_method, prepare
 from runs.cli import UsageError
-from runs.dirs import check_overwritable
+from runs.dirs import RUN_FILES, check_overwritable
 from tasks import get_task
 from tasks.toy import ToyTask
 
@@ -331,6 +331,12 @@ def test_resume_refuses_a_lower_step_count_and_conflicting_flags(done, tmp_path,
     rc = train.main(TINY + ["--out_dir", str(done.parent.parent), "--run_name", "vpo-toy-s0", "--resume", *extra])
     assert_refused(capsys, rc, needle)
     assert tree(done.parent.parent) == before
+
+
+def test_the_docs_name_every_file_of_a_run_and_what_resume_may_change():
+    text = open(os.path.join(ROOT, "docs", "runs.md")).read()
+    assert all(f"`--{flag}`" in text for flag in train.RESUMABLE), train.RESUMABLE
+    assert all(f"`{name}`" in text for name in RUN_FILES), RUN_FILES
 
 
 def test_resume_needs_a_complete_run_checkpoint(done, tmp_path, capsys):
