@@ -4,7 +4,8 @@ committed files of every block: block A and the replicate blocks beside it, whos
 table is written before the experiment is stopped, never from a look at partial results.
 
     python -m results.report_claim                    # progress, and the check of block A's runs against v2's
-    python -m results.report_claim --stop             # stop on time (stopped.json in every block); no unit runs after
+    python -m results.report_claim --stop             # stop on time: stopped.json in every block records its
+                                                      # complete seeds, the analysis's; no unit runs after
     python -m results.report_claim --figure FILE.png  # once stopped: the report and its strip figure
     python -m results.report_claim --check_machine    # minutes: would this machine's runs be block A?
 
@@ -40,12 +41,20 @@ DECIDING = (("vpo", "grpo"), ("vpo", "grpo_early"))                            #
 SECONDARY = (("vpo", "multi_rlvr_max"), ("vpo", "base"), ("grpo", "base"))   # Holm over the three
 
 
+def analysed_seeds(claim, rec):
+    """A block's seeds in the analysis: those its stop recorded, so that a unit finishing after the stop never
+    enters; before the stop (or in a stop file without them), its complete seeds."""
+    path = os.path.join(rec, STOPPED)
+    recorded = read_json(path).get("complete_seeds") if os.path.isfile(path) else None
+    return complete_seeds(claim, rec) if recorded is None else recorded
+
+
 def block_of(claim, record):
-    """{seed: its block's directory} for every block's complete seeds, in seed order (block A's directory: record;
+    """{seed: its block's directory} for every block's analysed seeds, in seed order (block A's directory: record;
     amendment 1 trains each seed number in one block only)."""
     found = {}
     for rec in blocks(record):
-        for seed in complete_seeds(claim, rec):
+        for seed in analysed_seeds(claim, rec):
             if seed in found:
                 raise UsageError(f"seed {seed} is complete in two blocks, {found[seed]} and {rec}")
             found[seed] = rec
@@ -145,11 +154,14 @@ def report(claim, record):
             for kind in ("evolve", "sample") for arm in arms]
     lines += table(["arm", "how", f"per run at {top}", *map(str, claim.budgets)], rows, note=None) + [""]
     sd = within_sd(*(by_block(per_run(found, "evolve", a, top), where) for a in ("vpo", "grpo")))
-    found_80 = detectable_difference(sd, len(seeds), len(seeds))
+    n_blocks = len(set(where.values()))
+    first, second = (detectable_difference(sd, len(seeds), len(seeds), alpha, blocks=n_blocks) for alpha in (0.025, 0.05))
     lines += [f"The spread between runs within blocks, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} "
-              f"answers (the plan assumed 6.4). With {len(seeds)} runs per arm the test finds "
-              + (f"a difference of {found_80:.1f} problems with 80% power." if found_80 else
-                 "no difference at 80% power.")
+              f"answers (the plan assumed 6.4). With {len(seeds)} runs per arm in {n_blocks} "
+              f"block{'s' * (n_blocks > 1)} the test finds "
+              + (f"a difference of {first:.1f} problems with 80% power at Holm's first step (α = 0.025), "
+                 f"{second:.1f} at its second (α = 0.05)." if first and second else
+                 "no difference at 80% power at Holm's first step.")
               + " The warm start's row is read one way only: the hard set was chosen against it (PLAN_SEARCH.md).", ""]
     # the pairs: label test over runs within blocks, Welch interval, Holm
     for title, pairs in (("The deciding pairs", DECIDING), ("The secondary pairs", SECONDARY)):

@@ -96,14 +96,15 @@ def label_p(a, b, rng=None):
     return float(np.mean(np.abs(means_a - means_b) >= observed - TOL))
 
 
-def detectable_difference(sd, n_a, n_b=None, alpha=ALPHA, power=POWER):
+def detectable_difference(sd, n_a, n_b=None, alpha=ALPHA, power=POWER, blocks=1):
     """The smallest true difference found with the given power at two-sided level alpha, by the normal-theory
     approximation: (t_{1−α/2} + t_{power}) · sd · sqrt(1/n) paired (sd of the differences, df n − 1), or
-    · sqrt(1/n_a + 1/n_b) unpaired (sd within arms, df n_a + n_b − 2). None when the exact test over this many
-    runs cannot reach alpha at all."""
+    · sqrt(1/n_a + 1/n_b) unpaired (sd within arms, df n_a + n_b − 2 · blocks: each block costs each arm one).
+    None when the exact test over this many runs cannot reach alpha at all."""
     if smallest_p(n_a, n_b) > alpha or sd is None:
         return None
-    df, scale = (n_a - 1, math.sqrt(1 / n_a)) if n_b is None else (n_a + n_b - 2, math.sqrt(1 / n_a + 1 / n_b))
+    df, scale = ((n_a - 1, math.sqrt(1 / n_a)) if n_b is None else
+                 (n_a + n_b - 2 * blocks, math.sqrt(1 / n_a + 1 / n_b)))
     return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd * scale
 
 

@@ -116,6 +116,8 @@ def test_smallest_p_and_what_three_runs_can_detect():
     assert detectable_difference(1.0, 10) == pytest.approx(0.994714, abs=1e-5)
     # unpaired, 10 and 10, sd 2: (t_.975,18 + t_.8,18) * 2 * sqrt(0.2) = (2.100922 + 0.862049) * 0.894427
     assert detectable_difference(2.0, 10, 10) == pytest.approx(2.650162, abs=1e-5)
+    # the same runs in two blocks (amendment 1): df 16, (t_.975,16 + t_.8,16) * 2 * sqrt(0.2) = (2.119905 + 0.864710) * 0.894427
+    assert detectable_difference(2.0, 10, 10, blocks=2) == pytest.approx(2.669521, abs=1e-4)
     n = runs_needed(2.66, 2.0)
     assert n == 10 and detectable_difference(2.0, n - 1, n - 1) > 2.66
 

@@ -236,12 +236,18 @@ def test_the_report_by_hand(tmp_path):
     assert "| early-stopped GRPO | search | 1 0 0 | 0.3 | 0.3 |" in text
     assert "| VPO − GRPO | +1.7 [" in text and "p = 0.4 |" in text          # 8 of the 20 arrangements
     assert "t* per run: 50, 500, 500" in text and "paired by run: +0.3 [" in text
+    assert "With 3 runs per arm in 1 block the test finds no difference at 80% power at Holm's first step." in text
     assert "| VPO − GRPO | 3 | 0 | 0 |" in text                         # solved only by some VPO run
     # the verdict: the deciding pairs' readings after Holm, beside the paper's claim; none below min_seeds
     reading = next(line for line in text.splitlines() if line.startswith("| VPO − GRPO | +1.7")).split(" | ")[-1][:-2]
     assert f"**The verdict**, as measured: VPO − GRPO: {reading}; VPO − early-stopped GRPO: " in text
     assert "**No verdict**: 3 complete seeds, fewer than the plan's 4." in "\n".join(
         rc.report(replace(claim, min_seeds=4), rec))
+    # a seed completed after the stop never enters: the stop's record of complete seeds decides
+    sc.write_json(os.path.join(rec, sc.STOPPED), {"complete_seeds": [0, 1]})
+    cut = "\n".join(rc.report(claim, rec))
+    assert "Complete seeds: 2 (block A: 0, 1)" in cut and "| VPO | search | 2 3 | 2.0 | 2.5 |" in cut
+    sc.write_json(os.path.join(rec, sc.STOPPED), {})
     # leaving one run out: the difference and the exact p, the p by brute force over the arrangements of the labels
     def brute_p(a, b):
         both, obs = a + b, abs(np.mean(a) - np.mean(b))
@@ -280,7 +286,7 @@ def test_the_report_over_two_blocks(tmp_path):
     pairs permute labels within blocks, which is not the label test on the six runs pooled."""
     import re
     import shutil
-    from results.runstats import blocked_comparison, describe, label_comparison
+    from results.runstats import blocked_comparison, describe, detectable_difference, label_comparison
     rec = str(tmp_path / "runs" / "search-claim")
     claim = replace(sc.QUICK_CLAIM, seeds=tuple(range(6)), scheduled=6, problems=3, budgets=(10, 20), min_seeds=6,
                     answers=48, record="results/runs/search-claim")
@@ -301,6 +307,10 @@ def test_the_report_over_two_blocks(tmp_path):
     pooled = label_comparison([2, 3, 0] * 2, [0] * 6)
     assert blocked.p != pooled.p and f"| VPO − GRPO | {describe(blocked, 1)} |" in text
     assert "| step | seed 0 | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 |" in text
+    sd = float(re.search(r"is sd = ([\d.]+) problems", text)[1])                     # each block costs each arm a df
+    first, second = (detectable_difference(sd, 6, 6, alpha, blocks=2) for alpha in (0.025, 0.05))
+    assert f"in 2 blocks the test finds a difference of {first:.1f} problems with 80% power at Holm's first step " \
+           f"(α = 0.025), {second:.1f} at its second (α = 0.05)." in text
     for name in os.listdir(rec):                                      # a seed complete in two blocks: refused
         if name.endswith(("-s0", "-s0.json")):
             copy = shutil.copytree if os.path.isdir(os.path.join(rec, name)) else shutil.copyfile
