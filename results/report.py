@@ -46,14 +46,15 @@ def write_report(cfg, out, title, figures=True):
     lines += superseded_lines(out)
     lines += review_section(cfg, out, records)
     from results.maze_control import control_section
-    from results.report_claim import claim_section
+    from results.report_claim import claim_figures, claim_section
     lines += claim_section(out) + control_section(out)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]
     if figures:
         from results.figures import write_figures
-        lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in write_figures(cfg, out, records))]
+        names = write_figures(cfg, out, records) + claim_figures(out)
+        lines += ["Figures: " + ", ".join(f"[{name}]({name})" for name in names)]
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return lines

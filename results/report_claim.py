@@ -317,7 +317,21 @@ def claim_section(out, claim=PLAN):
     if not stopped(record):
         return lines + ["The experiment is running. Its plan allows no table before it stops, so this section has "
                         "none yet. `python -m results.report_claim` says how many of its units are done.", ""]
-    return lines + report(claim, record) + [""]
+    return lines + [f"![hard code problems solved per training run against the budget]({FIGURE})", ""] + \
+        report(claim, record) + [""]
+
+
+FIGURE = "search_claim.png"
+
+
+def claim_figures(out, claim=PLAN):
+    """The experiment's strip figure, out/search_claim.png, once it is stopped (results/report.py draws it with the
+    reproduction's figures). -> the file names written."""
+    record = os.path.join(out, os.path.relpath(claim.record, "results"))
+    if not os.path.isfile(os.path.join(record, "block.json")) or not stopped(record):
+        return []
+    strip(claim, record, os.path.join(out, FIGURE))
+    return [FIGURE]
 
 
 def strip(claim, record, path):

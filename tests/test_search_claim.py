@@ -229,6 +229,7 @@ def test_the_report_by_hand(tmp_path):
     before = "\n".join(rc.claim_section(str(tmp_path), claim))
     assert "The experiment is running" in before and "PLAN_SEARCH.md" in before
     assert not any(c.isdigit() for c in before)                       # no count that would go stale
+    assert rc.claim_figures(str(tmp_path), claim) == [] and not os.path.exists(tmp_path / rc.FIGURE)
     sc.write_json(os.path.join(rec, sc.STOPPED), {})
     text = "\n".join(rc.report(claim, rec))
     assert "| VPO | search | 2 3 0 | 1.3 | 1.7 |" in text
@@ -276,9 +277,9 @@ def test_the_report_by_hand(tmp_path):
     # machines and seconds: training 100, 200, 300 s; 3 + 3 s of search and sampling over 3 problems
     assert "| VPO | M (3) | 200 | 2.0 |" in text and "| warm start | M (3) | - | 2.0 |" in text
     after = rc.claim_section(str(tmp_path), claim)
-    assert after[0] == rc.SECTION and "\n".join(after).endswith(text + "\n")
-    rc.strip(claim, rec, os.path.join(rec, "strip.png"))
-    assert os.path.getsize(os.path.join(rec, "strip.png")) > 0
+    assert after[0] == rc.SECTION and "\n".join(after).endswith(text + "\n") and f"]({rc.FIGURE})" in after[4]
+    assert rc.claim_figures(str(tmp_path), claim) == [rc.FIGURE]           # the reproduction's report draws it
+    assert os.path.getsize(tmp_path / rc.FIGURE) > 0
 
 
 def test_the_report_over_two_blocks(tmp_path):
