@@ -223,7 +223,8 @@ def get_parser():
     ap.add_argument("--temperature", type=number(float, 0), default=0.7,
                     help="sampling temperature (the paper's 0.7; 0 = greedy)")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
-    ap.add_argument("--json", default=None, help="also write the metrics to this file (a new file, or an existing .json file)")
+    ap.add_argument("--json", default=None,
+                    help="also write the metrics to this file (a new file, or an existing .json file)")
     ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
                     help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")

@@ -176,8 +176,8 @@ def solved_by_budget(results, budgets):
 def sample_until_solved(model, task, problems, m, budget, unit="answers", temperature=1.0, seed=0, chunk=64,
                         amp=True, max_rows=1024, weights=None):
     """Best-of-k sampling with the search's budget, as the baseline the search must beat: fresh samples from the
-    prompt (weights: as evolve's), at most `chunk` per problem and max_rows in all per call, until one answer solves or the budget
-    is spent (counted as Population counts it, so solved_at means the same as evolve's).
+    prompt (weights: as evolve's), at most `chunk` per problem and max_rows in all per call, until one answer solves
+    or the budget is spent (counted as Population counts it, so solved_at means the same as evolve's).
     -> list of dicts like evolve's."""
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -274,7 +274,8 @@ def main(argv=None):
         temperature = 0.7 if args.temperature is None else args.temperature
         amp = use_amp(args.dtype, getattr(run, "dtype", "auto"))
         picks = best_of_k(model, task, problems, m, args.k, temperature,
-                          torch.Generator(device=device).manual_seed(args.seed), amp=amp, weights=eval_weights(run, task))
+                          torch.Generator(device=device).manual_seed(args.seed), amp=amp,
+                          weights=eval_weights(run, task))
         for i, (answer, vector, score) in enumerate(picks[:8]):
             print(f"problem {i}: best of {args.k}: {answer!r} r={np.round(vector, 2).tolist()} w*r={score:.3f}")
         solved = sum(task.solves(p, answer, vector) for p, (answer, vector, _) in zip(problems, picks))

@@ -155,7 +155,8 @@ def report(claim, record):
     lines += table(["arm", "how", f"per run at {top}", *map(str, claim.budgets)], rows, note=None) + [""]
     sd = within_sd(*(by_block(per_run(found, "evolve", a, top), where) for a in ("vpo", "grpo")))
     n_blocks = len(set(where.values()))
-    first, second = (detectable_difference(sd, len(seeds), len(seeds), alpha, blocks=n_blocks) for alpha in (0.025, 0.05))
+    first, second = (detectable_difference(sd, len(seeds), len(seeds), alpha, blocks=n_blocks)
+                     for alpha in (0.025, 0.05))
     lines += [f"The spread between runs within blocks, VPO's and GRPO's pooled, is sd = {sd:.1f} problems at {top} "
               f"answers (the plan assumed 6.4). With {len(seeds)} runs per arm in {n_blocks} "
               f"block{'s' * (n_blocks > 1)} the test finds "

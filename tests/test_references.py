@@ -326,16 +326,16 @@ PLANTED = {
     "docs/a.md": "",
     ".ci/run": "",
 }
-GOOD = ["`alpha.py:run`", "`alpha.py::run`", "`pkg/yours.py`", "`.ci/run`", "`.venv/bin/activate`", "`alpha.py:Thing.go`",
-        "`alpha.py:Thing.count`", "`alpha.py:Thing.size`", "`alpha.Y`",
+GOOD = ["`alpha.py:run`", "`alpha.py::run`", "`pkg/yours.py`", "`.ci/run`", "`.venv/bin/activate`",
+        "`alpha.py:Thing.go`", "`alpha.py:Thing.count`", "`alpha.py:Thing.size`", "`alpha.Y`",
         "`pkg/inner.py:Helper`", "`alpha.Helper`", "`pkg.make`", "`pkg.inner.Helper.shared`", "`Thing.go`",
         "`Helper.shared`", "`docs/a.md`", "`docs/`", "`pkg/*.py`", "[`alpha.py:X`](alpha.py)", "[a](docs/a.md#x)",
         "`torch.compile` and `np.random`", "`out/vpo-maze-s0/ckpt.pt` `summary.json` `--flag`", "`inner.py:make`",
         "```\npython alpha.py --x 1\nx = torch.zeros(3).mean()\n```", "[page](https://example.org/x.py)",
         "`alpha.inner_mod.Helper`", "`python -m pkg.inner`",
         "`python pkg/inner.py --x`", "`see docs/a.md.`", "`runs/maze/NAME/{log,eval}.jsonl`"]
-BAD = ["`alpha.py:walk`", "`alpha.py::walk`", "`alpha.py:Thing.stop`", "`beta.py:run`", "`pkg/inner.py:Gone`", "`alpha.Gone`",
-       "`pkg.gone`", "`pkg.inner.Helper.missing`", "`Thing.stop`", "`docs/b.md`", "[x](missing.md)",
+BAD = ["`alpha.py:walk`", "`alpha.py::walk`", "`alpha.py:Thing.stop`", "`beta.py:run`", "`pkg/inner.py:Gone`",
+       "`alpha.Gone`", "`pkg.gone`", "`pkg.inner.Helper.missing`", "`Thing.stop`", "`docs/b.md`", "[x](missing.md)",
        "```\npython gamma.py\n```", "`pkg/other.py`", "`python -m pkg.outer`", "`alpha.run.inner`", "`python inner.py`",
        "`.ci/test`"]
 

@@ -98,7 +98,8 @@ def test_the_tools_prompt_a_goal_conditioned_run_with_w_star(checkpoints, tmp_pa
     w_star = list(get_task("toy").deploy_weights)
     for name, weights in (("goal", w_star), ("run", None)):
         out = tmp_path / f"{name}.json"
-        assert evaluate.main(["--ckpt", checkpoints[name], "--problems", "1", "--answers", "8", "--json", str(out)]) == 0
+        argv = ["--ckpt", checkpoints[name], "--problems", "1", "--answers", "8", "--json", str(out)]
+        assert evaluate.main(argv) == 0
         assert json.loads(out.read_text())["prompt_weights"] == weights
         assert sample.main(["--ckpt", checkpoints[name], "--num_samples", "1", "--max_new_tokens", "4"]) == 0
         assert ("\nweights 0." in capsys.readouterr().out) == (weights is not None)
