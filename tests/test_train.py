@@ -84,6 +84,16 @@ def test_multi_rlvr_max_runs_end_to_end(tmp_path, monkeypatch):
     assert summary["metrics"]["best@k"] != summary["base_metrics"]["best@k"]   # RL changed the model
 
 
+def test_summary_json_is_written_whole_or_not_at_all(tmp_path):
+    """Its presence marks a finished run (results.reproduce reads runs while others train): a write that fails
+    halfway leaves no summary.json, where a plain write left a partial one that readers took for finished."""
+    from evaluate import report
+    with pytest.raises(TypeError):
+        report(str(tmp_path), None, [3], {"vpo": ({"m": 3}, [])}, "vpo", {"train_seconds": 1.0, "bad": object()},
+               figures=False)
+    assert not (tmp_path / "summary.json").exists()
+
+
 def test_match_budget_multiplies_single_answer_rollouts():
     args = train.get_parser().parse_args(["--algo", "grpo", "--match_budget", "--group_size", "8"])
     assert group_size(args) == 24 and answers_per_rollout(args.algo, args.num_answers) == 1
