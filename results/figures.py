@@ -372,4 +372,9 @@ def strip_figure(counts, budgets, path, title):
         ax.set_xticks(range(len(budgets)), [str(b) for b in budgets])
         _label(ax, how, "answers per problem (budget)")
     axes[0][0].set_ylabel("problems solved per run")
-    _save(fig, axes[0][-1], path, title)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=len(counts[next(iter(counts))]),
+               fontsize=8, frameon=False)  # below the panels: the points fill every corner
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
