@@ -5,6 +5,7 @@ weights, printed beside the hard problems' shown tests and targets.
 
     python -m results.read_claim --sample        # cache answers of every run whose weights are in --out; prints none
     python -m results.read_claim vpo-s0 grpo-s0  # once the experiment is stopped: print what those runs wrote
+    python -m results.read_claim --forms         # once stopped: the forms every analysed run writes, per arm
 
 --sample draws, once per run, 12 answers (12 rollouts of one program, or 4 of three) on each of the first hard
 problems at T = 0.7 with fixed seeds (results/figures.py's sample_answers), from the final weights, GRPO's
@@ -12,13 +13,21 @@ early-stopped weights (early-stopped GRPO: grpo_early-sR) and the warm start (ba
 are cached in answers.json of the block of --out's warm start, since weights are never committed and a later
 machine has none. Run it before a machine goes, as often as units finish; it prints counts only, so nothing is read
 before the stop. A run is read from whichever block holds it (each seed is trained in one block).
+
+--forms counts what the runs write by its form (`form`): programs of constant pieces (x only in comparisons, as in
+`7 if x<1 else 7 if x<11 else -2`), programs that call abs, min or max (the forms of the clamp and distance
+targets), and the rest. It counts the program each search kept per hard problem (solved or not) and the cached
+answers, on the problems whose target is not itself of constant pieces (family step3).
 """
 import argparse
 import os
+import re
 import sys
 
+import numpy as np
+
 from results.jobs import base_file
-from results.report_claim import NAMES
+from results.report_claim import NAMES, analysed_seeds
 from results.search_claim import (PLAN, ROOT, argv_of, block, blocks, hard_problems, read_json, stopped, unit_done,
                                    units, write_json)
 from runs.cli import Parser, UsageError
@@ -109,10 +118,64 @@ def read_lines(claim, rec, name, n=PROBLEMS):
     return lines + [""]
 
 
+def form(program):
+    """'pieces' for a conditional whose x appears only in comparisons with a constant (a piecewise-constant
+    program), 'shaped' where it calls abs, min or max, else 'other' (a constant alone included)."""
+    if " if " in program and "x" not in re.sub(r"x\s*[<>]=?\s*-?\d+|-?\d+\s*[<>]=?\s*x", "", program):
+        return "pieces"
+    return "shaped" if re.search(r"\b(abs|min|max)\(", program) else "other"
+
+
+def forms(claim, record):
+    """{arm: [(kept pieces, kept shaped, answers pieces, answers shaped), one per analysed run]}: the shares of
+    each form among the programs its search kept and among its cached answers (nan where none are cached), on
+    the hard problems whose target is not of constant pieces. The warm start's answers are one set per block."""
+    from tasks import get_task
+    ids, problems = hard_problems(claim, get_task("code"))
+    family = dict(zip(ids, (p.family for p in problems)))
+    share = lambda programs, kind: np.mean([form(p) == kind for p in programs]) if programs else float("nan")
+    got = {}
+    for rec in blocks(record):
+        cache = read_json(os.path.join(rec, ANSWERS)) if os.path.isfile(os.path.join(rec, ANSWERS)) else {}
+        asked = [p for p in cache.get("problems", []) if family[p] != "step3"]
+        for seed in analysed_seeds(claim, rec):
+            for arm in NAMES:
+                path = os.path.join(rec, f"evolve-{arm}-s{seed}.json")
+                if not os.path.isfile(path):
+                    continue
+                evolve = read_json(path)
+                kept = [r["best"] for p, r in zip(evolve["problems"], evolve["results"])
+                        if family[p] != "step3" and r.get("best")]
+                sampled = cache.get("base" if arm == "base" else f"{arm}-s{seed}", {}).get("answers", [])
+                answers = [a for p, a_p in zip(cache.get("problems", []), sampled) if p in asked for a in a_p if a]
+                got.setdefault(arm, []).append(tuple(share(x, k) for x in (kept, answers) for k in ("pieces", "shaped")))
+    return got
+
+
+def forms_lines(claim, record):
+    """forms as a table: mean over runs, [least, most]."""
+    from tasks import get_task
+    ids, problems = hard_problems(claim, get_task("code"))
+    n = sum(p.family != "step3" for p in problems)
+    lines = [f"**What the runs write**, on the {n} hard problems of {len(ids)} whose target is not of constant "
+             f"pieces: the share of constant-piece programs and of abs, min or max, among the program each search "
+             f"kept per problem and among the cached answers (12 per problem on the first {PROBLEMS} hard "
+             f"problems); mean over runs [least, most].", "",
+             "| arm | runs | kept: constant pieces | kept: abs, min or max | answers: constant pieces | answers: abs, min "
+             "or max |", "|---|---|---|---|---|---|"]
+    for arm, rows in forms(claim, record).items():
+        cols = np.array(rows).T
+        cells = [f"{np.nanmean(c):.2f} [{np.nanmin(c):.2f}, {np.nanmax(c):.2f}]" if not np.isnan(c).all() else "-"
+                 for c in cols]
+        lines.append(f"| {NAMES[arm]} | {len(rows)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("runs", nargs="*", help="runs to read, ARM-sR (ARM: " + ", ".join(NAMES) + ")")
     p.add_argument("--sample", action="store_true", help="cache the answers of the weights in --out; print none")
+    p.add_argument("--forms", action="store_true", help="the forms every analysed run writes, per arm")
     p.add_argument("--out", default=os.path.join("out", "search-claim"), help="results.search_claim's --out")
     args = p.parse_args(argv)
     claim, record = PLAN, os.path.join(ROOT, PLAN.record)
@@ -133,6 +196,8 @@ def main(argv=None):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.forms:
+        print("\n".join(forms_lines(claim, record)) + "\n")
     for name, rec in where.items():
         print("\n".join(read_lines(claim, rec, name)))
     return 0

@@ -128,3 +128,26 @@ def test_answers_go_to_the_block_of_outs_warm_start(tmp_path):
     with open(ref, "w") as f:
         f.write(json.dumps({"step": 1, "loss": 2.0}) + "\n")
     assert read_claim.out_block(claim, out).startswith(rec + "-rep-")
+
+
+def test_the_forms_runs_write_by_hand(tmp_path):
+    """Programs sorted by form; the shares per run leave out problems whose target is of constant pieces (173, a
+    step3 target), programs never kept and empty answers."""
+    forms = ["7 if x<1 else 7 if x<11 else -2", "3 if -2<x else 4", "max(-2,-x+9)", "abs(x)-5",
+             "-x+9 if -x+9>-2 else -2", "x+3", "4"]
+    assert [read_claim.form(p) for p in forms] == ["pieces", "pieces", "shaped", "shaped", "other", "other", "other"]
+    claim, rec = replace(CLAIM, problems=9), str(tmp_path / "record")
+    sc.write_json(os.path.join(rec, sc.STOPPED), {"complete_seeds": [0]})
+    sc.write_json(os.path.join(rec, "evolve-vpo-s0.json"), {"problems": [129, 173], "results": [
+        {"best": "7 if x<1 else -2"}, {"best": "max(x,3)"}]})
+    sc.write_json(os.path.join(rec, "evolve-grpo-s0.json"), {"problems": [129, 134], "results": [
+        {"best": "max(-2,-x+9)"}, {"best": None}]})
+    sc.write_json(os.path.join(rec, read_claim.ANSWERS), {"problems": [129, 173], "vpo-s0": {"m": 3, "answers": [
+        ["min(x,3)", "", "x"], ["5 if x<1 else 4", "4", "4"]]}})
+    got = read_claim.forms(claim, rec)
+    assert list(got) == ["grpo", "vpo"] and got["vpo"] == [(1.0, 0.0, 0.0, 0.5)]
+    assert got["grpo"][0][:2] == (0.0, 1.0) and all(v != v for v in got["grpo"][0][2:])   # no answers cached: nan
+    text = "\n".join(read_claim.forms_lines(claim, rec))
+    assert "on the 8 hard problems of 9" in text
+    assert "| VPO | 1 | 1.00 [1.00, 1.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.50 [0.50, 0.50] |" in text
+    assert "| GRPO | 1 | 0.00 [0.00, 0.00] | 1.00 [1.00, 1.00] | - | - |" in text
