@@ -171,6 +171,15 @@ def forms_lines(claim, record):
     return lines
 
 
+def forms_section(out, claim=PLAN):
+    """forms_lines for results.md (results/report.py), where out holds the experiment's block, once it is stopped."""
+    record = os.path.join(out, os.path.relpath(claim.record, "results"))
+    if not os.path.isfile(os.path.join(record, "block.json")) or not stopped(record):
+        return []
+    return forms_lines(claim, record) + ["", "`python -m results.read_claim --forms` prints this table, and "
+                                         "`python -m results.read_claim vpo-s0 grpo-s0` what two runs wrote.", ""]
+
+
 def main(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("runs", nargs="*", help="runs to read, ARM-sR (ARM: " + ", ".join(NAMES) + ")")

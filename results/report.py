@@ -46,8 +46,9 @@ def write_report(cfg, out, title, figures=True):
     lines += superseded_lines(out)
     lines += review_section(cfg, out, records)
     from results.maze_control import control_section
+    from results.read_claim import forms_section
     from results.report_claim import claim_figures, claim_section
-    lines += claim_section(out) + control_section(out)
+    lines += claim_section(out) + forms_section(out) + control_section(out)
     lines += [f"Compute inside the runs (warm start, RL, evaluations; read from their files): "
               f"{compute_seconds(out):.0f} s; wall-clock time of reproduce.py: {wall_seconds(out):.0f} s "
               f"(runs two at a time, one torch thread each; over every invocation that ran jobs).", ""]

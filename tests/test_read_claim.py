@@ -136,7 +136,10 @@ def test_the_forms_runs_write_by_hand(tmp_path):
     forms = ["7 if x<1 else 7 if x<11 else -2", "3 if -2<x else 4", "max(-2,-x+9)", "abs(x)-5",
              "-x+9 if -x+9>-2 else -2", "x+3", "4"]
     assert [read_claim.form(p) for p in forms] == ["pieces", "pieces", "shaped", "shaped", "other", "other", "other"]
-    claim, rec = replace(CLAIM, problems=9), str(tmp_path / "record")
+    claim = replace(CLAIM, problems=9, record=os.path.join("results", "runs", "search-claim"))
+    rec = str(tmp_path / "runs" / "search-claim")     # results.md's section reads out/runs/search-claim
+    sc.write_json(os.path.join(rec, "block.json"), {})
+    assert read_claim.forms_section(str(tmp_path), claim) == []            # nothing before the stop
     sc.write_json(os.path.join(rec, sc.STOPPED), {"complete_seeds": [0]})
     sc.write_json(os.path.join(rec, "evolve-vpo-s0.json"), {"problems": [129, 173], "results": [
         {"best": "7 if x<1 else -2"}, {"best": "max(x,3)"}]})
@@ -147,7 +150,7 @@ def test_the_forms_runs_write_by_hand(tmp_path):
     got = read_claim.forms(claim, rec)
     assert list(got) == ["grpo", "vpo"] and got["vpo"] == [(1.0, 0.0, 0.0, 0.5)]
     assert got["grpo"][0][:2] == (0.0, 1.0) and all(v != v for v in got["grpo"][0][2:])   # no answers cached: nan
-    text = "\n".join(read_claim.forms_lines(claim, rec))
+    text = "\n".join(read_claim.forms_section(str(tmp_path), claim))
     assert "on the 8 hard problems of 9" in text
     assert "| VPO | 1 | 1.00 [1.00, 1.00] | 0.00 [0.00, 0.00] | 0.00 [0.00, 0.00] | 0.50 [0.50, 0.50] |" in text
     assert "| GRPO | 1 | 0.00 [0.00, 0.00] | 1.00 [1.00, 1.00] | - | - |" in text
