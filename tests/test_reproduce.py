@@ -40,7 +40,9 @@ def test_quick_writes_every_table_and_figure_the_readme_shows(quick):
     figures, captions = readme_results()
     assert len(figures) >= 2 and len(captions) >= 3
     for name in figures:
-        if name != "answer_room_maze.png":  # drawn from the committed pilot logs, not from the runs
+        if name in ("answer_room_maze.png", "search_claim.png"):   # from the pilot's logs; the search experiment's
+            assert os.path.isfile(os.path.join(ROOT, "results", name)), name   # blocks (no quick run has either)
+        else:
             assert (quick / name).stat().st_size > 2000, name
     text = (quick / "results.md").read_text()
     for caption in captions:
