@@ -148,7 +148,8 @@ def forms(claim, record):
                         if family[p] != "step3" and r.get("best")]
                 sampled = cache.get("base" if arm == "base" else f"{arm}-s{seed}", {}).get("answers", [])
                 answers = [a for p, a_p in zip(cache.get("problems", []), sampled) if p in asked for a in a_p if a]
-                got.setdefault(arm, []).append(tuple(share(x, k) for x in (kept, answers) for k in ("pieces", "shaped")))
+                got.setdefault(arm, []).append(tuple(share(x, k) for x in (kept, answers)
+                                                     for k in ("pieces", "shaped")))
     return got
 
 
