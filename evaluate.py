@@ -195,9 +195,10 @@ def report(directory, task, ks, results, label, summary, figures=True):
     summary = {**summary, "metrics": metrics, "base_metrics": results.get("base", (None,))[0],
                "pools": [p.tolist() for p in pools]}
     path = os.path.join(directory, "summary.json")  # atomically: its presence marks a finished run to readers
-    with open(f"{path}.tmp{os.getpid()}", "w") as f:  # (results.reproduce reads it while other jobs still train)
+    tmp = f"{path}.tmp{os.getpid()}"                # (results.reproduce reads it while other jobs still train)
+    with open(tmp, "w") as f:
         json.dump(summary, f)
-    os.replace(f"{path}.tmp{os.getpid()}", path)
+    os.replace(tmp, path)
     if figures:
         from runs.plots import plot_best_at_k, plot_curves, plot_scatter
         title = f"{task.name}, held-out problems"
