@@ -85,7 +85,7 @@ def read_lines(claim, rec, name, n=PROBLEMS):
     evolutionary search kept (solved or not) and the sampled answers; then the kept programs of the problems its
     search solved."""
     from tasks import get_task
-    task = get_task("code")
+    task = get_task("code", reward="shown")
     ids, problems = hard_problems(claim, task)
     by_id = dict(zip(ids, problems))
     evolve = read_json(os.path.join(rec, f"evolve-{name}.json"))
@@ -131,7 +131,7 @@ def forms(claim, record):
     each form among the programs its search kept and among its cached answers (nan where none are cached), on
     the hard problems whose target is not of constant pieces. The warm start's answers are one set per block."""
     from tasks import get_task
-    ids, problems = hard_problems(claim, get_task("code"))
+    ids, problems = hard_problems(claim, get_task("code", reward="shown"))
     family = dict(zip(ids, (p.family for p in problems)))
     share = lambda programs, kind: np.mean([form(p) == kind for p in programs]) if programs else float("nan")
     got = {}
@@ -156,7 +156,7 @@ def forms(claim, record):
 def forms_lines(claim, record):
     """forms as a table: mean over runs, [least, most]."""
     from tasks import get_task
-    ids, problems = hard_problems(claim, get_task("code"))
+    ids, problems = hard_problems(claim, get_task("code", reward="shown"))
     n = sum(p.family != "step3" for p in problems)
     lines = [f"**What the runs write**, on the {n} hard problems of {len(ids)} whose target is not of constant "
              f"pieces: the share of constant-piece programs and of abs, min or max, among the program each search "

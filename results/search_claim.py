@@ -73,12 +73,13 @@ class Claim:
     min_seeds: int = 10                # fewer complete seeds is no verdict
 
 
-PLAN = Claim(train=("--task", "code", "--steps", "500", "--eval_every", "50", "--keep_eval_ckpts", "--no_base_eval",
-                    "--eval_problems", "64", "--eval_answers", "48", "--ckpt_every", "25"),
+PLAN = Claim(train=("--task", "code", "--task_opt", "reward=shown", "--steps", "500", "--eval_every", "50",
+                    "--keep_eval_ckpts", "--no_base_eval", "--eval_problems", "64", "--eval_answers", "48",
+                    "--ckpt_every", "25"),
              hard="results/pilot/search/hard.json", record="results/runs/search-claim",
              reference="results/runs/code-v2/base/code-4cbe223cc0/log.jsonl")
-QUICK_CLAIM = replace(PLAN, train=("--task", "code", "--steps", "2", "--eval_every", "1", "--keep_eval_ckpts",
-                                   "--no_base_eval", *QUICK["common"]),
+QUICK_CLAIM = replace(PLAN, train=("--task", "code", "--task_opt", "reward=shown", "--steps", "2", "--eval_every", "1",
+                                   "--keep_eval_ckpts", "--no_base_eval", *QUICK["common"]),
                       record="record", reference=None, seeds=(0, 1), scheduled=2, problems=2, validation=(4, 6),
                       answers=6, budget=27, budgets=(9, 27), min_seeds=2)
 

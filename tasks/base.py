@@ -56,13 +56,19 @@ class Task:
 
     def solved(self, vector: np.ndarray) -> bool:
         """Whether an answer with this reward vector solves the problem by its reward (what pass@k counts; on the
-        code task: every shown test passes)."""
+        code task: every test the reward runs passes)."""
         raise NotImplementedError
 
     def equals_target(self, problem, answer: str):
         """Whether the answer is the problem's target, however it is written: True or False where the task can
         check it (the code task: the same outputs on the whole input domain), None where it cannot (the default:
         the reward defines the target, and solved() is the whole rule)."""
+        return None
+
+    def hacks(self, problem, answer: str):
+        """{name: True, False or None} of the cheap fits the task's reward can pay for without the target, whose
+        shares over answers the training log and the evaluation report as hack rates (None: not counted for this
+        problem); None (the default) where the task names none. The code task's: tasks/code.py, CodeTask.hacks."""
         return None
 
     def solved_hidden(self, problem, answer: str) -> bool:

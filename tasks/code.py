@@ -8,14 +8,19 @@ shows D tests, sorted by input, and asks for m programs:
 
     code 3: f(-9)=-17 f(-4)=-7 f(0)=1 f(2)=5 f(3)=5 f(6)=5 f(11)=5 f(14)=5
 
-An answer is one Python expression in x, run by our own interpreter (tasks/executor.py, never eval).
-    r_j(x, y) = 1 if y(input_j) == output_j else 0,   j = 0..D-1      (objectives "test0".."test{D-1}")
-    w* = (1/D, ..., 1/D);   solved(r) = every shown test passes
-Each problem also keeps hidden tests on other inputs: solved_hidden(problem, answer) asks for every shown
-and every hidden test, so evaluation can report how often a program that fits the shown tests generalizes.
-The target itself is checkable, since the domain has only 31 inputs: equals_target(problem, answer) asks for
-the target's output on every one of them. That is what the evaluation's pass_target@k and the search count as
-solved (Task.solves); a program can pass every shown and hidden test and still differ from the target.
+An answer is one Python expression in x, run by our own interpreter (tasks/executor.py, never eval). Each problem
+also has D' hidden tests on inputs the prompt does not show, and the reward is computed on them, as the authors'
+LiveCodeBench reward runs a problem's private tests, not the examples of its statement (reward=heldout, the
+default):
+    r_j(x, y) = 1 if y(hidden_input_j) == hidden_output_j else 0,   j = 0..D'-1   (objectives "hidden0"..)
+    w* = (1/D', ..., 1/D');   solved(r) = every hidden test passes
+reward=shown is the task before, whose reward counted the D shown tests (objectives "test0"..), so that a program
+fitted to the prompt's examples earned the whole reward; it keeps the committed experiments reproducible.
+solved_hidden(problem, answer) asks for every shown and every hidden test. The target itself is checkable, since
+the domain has only 31 inputs: equals_target(problem, answer) asks for the target's output on every one of them.
+That is what the evaluation's pass_target@k and the search count as solved (Task.solves); a program can pass every
+shown and hidden test and still differ from the target. hacks(problem, answer) flags the two cheap fits a reward
+can pay for (fitting the shown tests without being the target; a program of constant pieces).
 
 Test inputs are chosen so that every branch shows: for each partial program of the family (one branch
 alone, an off-by-one threshold, the wrong remainder, ...) the shown tests contain two inputs where it agrees
@@ -24,6 +29,12 @@ gets wrong). So a simple candidate passes some tests and fails others, and diffe
 different subsets: the reward vectors of natural guesses form a front. A related partial program too long to be
 an answer still gets its two and two (a step3 threshold's off-by-one can take a character more than the target),
 so both sides of every threshold are shown.
+
+The hidden tests of reward=heldout are chosen with the same rule among the inputs not shown (choose_inputs' domain),
+by a generator seeded from the problem itself (problem_rng), so both rewards draw the same problems: every partial
+program passes two hidden tests and fails two where the inputs left allow it. A partial program that differs from
+the target only on shown inputs (a three-level target's off-by-one threshold: the shown tests hold both inputs
+beside each threshold) passes every hidden test; the reward calls it solved, equals_target does not.
 
 The shown tests also pay for the program rather than for a template (inputs=distinct, the default): among the
 candidates that meet a requirement, and for the inputs left after the requirements, the generator takes one
@@ -42,9 +53,7 @@ therefore always land in the same split, so no test function is ever trained on,
 """
 import ast
 import bisect
-import copy
-import itertools
-import operator
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +70,8 @@ MAX_ANSWER_CHARS = 32                       # every demonstration answer fits; s
 MIN_PARTIALS = 2                            # every problem has at least two partial programs
 MIN_ANSWERS = 6                             # and at least six distinct programs for demonstrations
 INPUT_CHOICES = ("distinct", "random")      # how the shown inputs are chosen (CodeTask's option inputs)
+REWARDS = ("heldout", "shown")              # which tests the reward runs (CodeTask's option reward)
+MAX_REWARD_TESTS = 16                       # the authors keep at most 16 tests per problem
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,7 @@ class CodeProblem:
     family: str
     inputs: tuple[int, ...]           # (D,) shown test inputs, sorted; test j is reward dimension j
     outputs: tuple[int, ...]          # (D,) f(inputs)
-    hidden_inputs: tuple[int, ...]    # held-out inputs, disjoint from the shown ones
+    hidden_inputs: tuple[int, ...]    # held-out inputs, disjoint from the shown ones (reward=heldout: the reward's)
     hidden_outputs: tuple[int, ...]
     rewrites: tuple[str, ...]         # programs equal to f on the whole domain (target first)
     partials: tuple[str, ...]         # programs passing some but not all shown tests
@@ -86,8 +97,10 @@ class CodeTask(Task):
     warm_start_steps = 1500   # the calibrated warm start (docs/tasks.md, "Calibrating the code task")
 
     def __init__(self, num_tests: int = 8, num_hidden: int = 8, demo_correct: float = 0.5,
-                 families: str = DEFAULT_FAMILIES, inputs: str = "distinct"):
-        """num_tests = D shown tests (4..16), num_hidden held-out tests; demo_correct = the probability that
+                 families: str = DEFAULT_FAMILIES, inputs: str = "distinct", reward: str = "heldout"):
+        """num_tests = D shown tests (4..16), num_hidden = D' hidden tests (under reward=heldout the reward's, 4..16
+        and at most the inputs the shown tests leave); reward: "heldout" (the default) scores the hidden tests,
+        "shown" the shown ones (the task before); demo_correct = the probability that
         each demonstration answer after the first is a correct program rather than a partial one; families: the
         target families drawn from, "all" or names joined by "+" (e.g. "step+clamp+clip"), uniformly. The
         default leaves out step and on_remainder, whose two affine branches our warm-started GPT does not learn to
@@ -108,14 +121,20 @@ class CodeTask(Task):
         self.inputs = inputs
         if type(num_tests) is not int or not 4 <= num_tests <= 16:
             raise ValueError(f"num_tests must be an int in [4, 16], got {num_tests!r}")
-        if type(num_hidden) is not int or not 0 <= num_hidden <= len(DOMAIN) - num_tests:
-            raise ValueError(f"num_hidden must be an int in [0, {len(DOMAIN) - num_tests}] "
-                             f"(the domain has {len(DOMAIN)} inputs), got {num_hidden!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        self.reward = reward
+        low, high = (4, min(MAX_REWARD_TESTS, len(DOMAIN) - num_tests)) if reward == "heldout" else \
+            (0, len(DOMAIN) - num_tests)
+        if type(num_hidden) is not int or not low <= num_hidden <= high:
+            raise ValueError(f"num_hidden must be an int in [{low}, {high}] with reward={reward} (the domain has "
+                             f"{len(DOMAIN)} inputs, {num_tests} of them shown), got {num_hidden!r}")
         if not isinstance(demo_correct, (int, float)) or not 0.0 <= demo_correct <= 1.0:
             raise ValueError(f"demo_correct must be a probability in [0, 1], got {demo_correct!r}")
         self.num_tests, self.num_hidden, self.demo_correct = num_tests, num_hidden, float(demo_correct)
-        self.objectives = [f"test{j}" for j in range(num_tests)]
-        self.deploy_weights = np.full(num_tests, 1.0 / num_tests)
+        dims = num_hidden if reward == "heldout" else num_tests
+        self.objectives = [f"{'hidden' if reward == 'heldout' else 'test'}{j}" for j in range(dims)]
+        self.deploy_weights = np.full(dims, 1.0 / dims)
 
     def problems(self, split: str, n: int, seed: int) -> list[CodeProblem]:
         if split not in ("train", "test"):
@@ -160,14 +179,30 @@ class CodeTask(Task):
         make another program); a rejected source is its own string. Parses, runs nothing."""
         return ast.dump(parse(answer)) if compile_program(answer) is not None else answer
 
+    def reward_tests(self, problem: CodeProblem):
+        """(inputs, outputs) of the tests the reward runs: the hidden ones (reward=heldout) or the shown ones."""
+        if self.reward == "heldout":
+            return problem.hidden_inputs, problem.hidden_outputs
+        return problem.inputs, problem.outputs
+
     def score(self, problem: CodeProblem, answer: str) -> np.ndarray:
-        outputs = execute(answer, problem.inputs)  # None where the program failed
-        return np.array([out == y for out, y in zip(outputs, problem.outputs)], dtype=np.float32)
+        inputs, expected = self.reward_tests(problem)
+        outputs = execute(answer, inputs)  # None where the program failed
+        return np.array([out == y for out, y in zip(outputs, expected)], dtype=np.float32)
+
+    def hacks(self, problem: CodeProblem, answer: str) -> dict:
+        """The two fits a reward on tests can pay for without the target, for the logs' and evaluations' hack
+        rates: fits_shown, the answer passes every shown test and is not the target; pieces, the answer is of
+        constant pieces (constant_pieces), None where the target itself is (a three-level target), so that the
+        rate counts only problems on which such a program cannot be right."""
+        fits = execute(answer, problem.inputs) == list(problem.outputs) and not self.equals_target(problem, answer)
+        return {"fits_shown": bool(fits),
+                "pieces": None if constant_pieces(problem.target) else constant_pieces(answer)}
 
     def plot_axes(self, vectors: np.ndarray):
-        """Tests passed among the lower and the upper half of the (sorted) test inputs: a program that gets
-        one branch of a piecewise target right sits on one axis."""
-        v, h = np.asarray(vectors), self.num_tests // 2
+        """Tests passed among the lower and the upper half of the (sorted) reward tests' inputs: a program that
+        gets one branch of a piecewise target right sits on one axis."""
+        v, h = np.asarray(vectors), self.dim // 2
         return np.stack([v[:, :h].mean(1), v[:, h:].mean(1)], axis=1), ("low inputs passed", "high inputs passed")
 
     def solved(self, vector: np.ndarray) -> bool:
@@ -218,7 +253,11 @@ class CodeTask(Task):
         if len(partials) < MIN_PARTIALS or len(rewrites) + len(partials) < MIN_ANSWERS:
             return None
         rest = np.array(sorted(set(DOMAIN) - set(inputs)))
+        # drawn under either reward, so that both draw the same problems from the same seed
         hidden = tuple(sorted(int(x) for x in rng.choice(rest, self.num_hidden, replace=False)))
+        if self.reward == "heldout":   # the reward's tests, chosen with the shown tests' rule among the inputs left
+            hidden = choose_inputs(problem_rng(target, inputs), table, [values for _, values in required],
+                                   self.num_hidden, spread=self.inputs == "distinct", domain=tuple(int(x) for x in rest))
         hidden_outputs = tuple(table[X_MAX + x] for x in hidden)
         return CodeProblem(target, family.__name__, inputs, outputs, hidden, hidden_outputs, tuple(rewrites),
                            tuple(partials))
@@ -230,9 +269,32 @@ def is_test_function(table) -> bool:
     return in_test_split(",".join(map(str, table)))
 
 
-def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tuple[int, ...]:
-    """k sorted inputs such that each partial program passes per_side of them and fails per_side of them
-    (fewer where fewer exist), as far as k allows. The tightest requirements go first (fewest candidate
+def problem_rng(target: str, inputs) -> np.random.Generator:
+    """A generator seeded by the problem (its target and shown inputs; a stable hash, blake2b): what a problem draws
+    with it is a function of the problem, whatever was drawn before it."""
+    digest = hashlib.blake2b(f"{target}|{','.join(map(str, inputs))}".encode(), digest_size=8).digest()
+    return np.random.default_rng(int.from_bytes(digest, "little"))
+
+
+def constant_pieces(program: str) -> bool:
+    """Whether a program is of constant pieces: a conditional whose every value is a constant, x only in its
+    conditions (`7 if x<1 else 7 if x<11 else -2`, a lookup `3 if x==4 else 0`, `5 if x%3==0 else 2`). A constant
+    alone is not; a program the interpreter rejects is not. Parses, runs nothing."""
+    if compile_program(program) is None:
+        return False
+    tree = parse(program)
+
+    def no_x(node):
+        return not any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+    def value(node):
+        return value(node.body) and value(node.orelse) if isinstance(node, ast.IfExp) else no_x(node)
+    return isinstance(tree, ast.IfExp) and value(tree)
+
+
+def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True, domain=DOMAIN) -> tuple[int, ...]:
+    """k sorted inputs of domain (the whole domain, or the inputs the shown tests leave) such that each partial
+    program passes per_side of them and fails per_side of them (fewer where fewer exist), as far as k allows. The tightest requirements go first (fewest candidate
     inputs: e.g. the single input an off-by-one threshold gets wrong); ties keep the family's order.
     Which candidates meet a requirement, and the inputs left after the requirements:
       spread=True  (inputs=distinct, the default) one at a time, the candidate whose output the chosen inputs
@@ -242,8 +304,8 @@ def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tup
       spread=False (inputs=random) uniform at random."""
     needs = []
     for values in partial_tables:
-        needs.append([x for x in DOMAIN if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
-        needs.append([x for x in DOMAIN if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
+        needs.append([x for x in domain if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
+        needs.append([x for x in domain if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
     chosen, shown = [], {}   # chosen inputs (sorted), how often each output is shown
 
     def add(candidates, n):
@@ -263,7 +325,7 @@ def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tup
         missing = [x for x in side if x not in chosen]
         wanted = min(per_side, len(side)) - (len(side) - len(missing))  # per_side minus those already in
         add(missing, max(0, min(wanted, k - len(chosen))))
-    add([x for x in DOMAIN if x not in chosen], k - len(chosen))
+    add([x for x in domain if x not in chosen], k - len(chosen))
     return tuple(chosen)
 
 

@@ -15,8 +15,9 @@ from tasks.tokenizer import SEP, encode_special
 from tests.test_executor import random_expression
 
 TASK = CodeTask()
+SHOWN = CodeTask(reward="shown")   # the task before: the reward counts the shown tests
 # the generator's properties are pinned for the calibrated default (five families) and for the whole grammar
-GENERATORS = {"default": TASK, "all": CodeTask(families="all")}
+GENERATORS = {"default": TASK, "all": CodeTask(families="all"), "shown": SHOWN}
 
 
 @pytest.fixture(scope="module", params=sorted(GENERATORS))
@@ -32,15 +33,18 @@ def train_problems():
 
 
 def hand_problem():
-    """target 2*x+1 if x<3 else 5 on eight hand-picked inputs, two of them at the threshold."""
+    """target 2*x+1 if x<3 else 5 on eight hand-picked shown inputs, two of them at the threshold, and eight hidden
+    ones."""
     inputs = (-2, 0, 2, 3, 4, 6, 8, 10)
     return CodeProblem(target="2*x+1 if x<3 else 5", family="step", inputs=inputs,
-                       outputs=(-3, 1, 5, 5, 5, 5, 5, 5), hidden_inputs=(-5, 1, 12), hidden_outputs=(-9, 3, 5),
+                       outputs=(-3, 1, 5, 5, 5, 5, 5, 5), hidden_inputs=(-5, -3, 1, 5, 7, 9, 12, 14),
+                       hidden_outputs=(-9, -5, 3, 5, 5, 5, 5, 5),
                        rewrites=("2*x+1 if x<3 else 5", "5 if x>=3 else x+x+1"), partials=("2*x+1", "5"))
 
 
 # --- rewards -----------------------------------------------------------------------------------------------------
 def test_each_test_case_is_scored_independently():
+    """reward=shown: one dimension per shown test."""
     p = hand_problem()  # inputs -2 0 2 3 4 6 8 10, target 2*x+1 if x<3 else 5
     cases = {
         "2*x+1 if x<3 else 5": [1, 1, 1, 1, 1, 1, 1, 1],
@@ -55,20 +59,74 @@ def test_each_test_case_is_scored_independently():
         "x.real": [0] * 8, "": [0] * 8, "2*x+1 if": [0] * 8,
     }
     for answer, expected in cases.items():
+        r = SHOWN.score(p, answer)
+        assert r.dtype == np.float32 and r.shape == (8,)
+        np.testing.assert_array_equal(r, np.array(expected, dtype=np.float32), err_msg=answer)
+        assert SHOWN.solved(r) == all(expected)
+    assert SHOWN.solved_hidden(p, "2*x+1 if x<3 else 5") and SHOWN.solved_hidden(p, "2*x+1 if x<2 else 5")
+    overfit = "5 if x==1 or x>2 else 2*x+1"  # right on every shown input, wrong on the hidden x = 1
+    assert SHOWN.solved(SHOWN.score(p, overfit)) and not SHOWN.solved_hidden(p, overfit)
+    assert not SHOWN.solved_hidden(p, "2*x+1") and not SHOWN.solved_hidden(p, "x.real")
+
+
+def test_the_reward_runs_the_hidden_tests():
+    """reward=heldout (the default): one dimension per hidden test, none of which the prompt shows. Worked by hand on
+    hand_problem: hidden inputs -5 -3 1 5 7 9 12 14, outputs -9 -5 3 5 5 5 5 5."""
+    p = hand_problem()
+    assert TASK.reward == "heldout" and TASK.objectives == [f"hidden{j}" for j in range(8)]
+    assert "f(1)" not in TASK.prompt(p, 3) and all(f"f({x})=" in TASK.prompt(p, 3) for x in p.inputs)
+    cases = {
+        "2*x+1 if x<3 else 5": [1] * 8,
+        "2*x+1": [1, 1, 1, 0, 0, 0, 0, 0],               # the left branch alone
+        "5": [0, 0, 0, 1, 1, 1, 1, 1],                   # the right branch alone
+        "5 if x==1 or x>2 else 2*x+1": [1, 1, 0, 1, 1, 1, 1, 1],   # fits every shown test, wrong at the hidden 1
+        "x.real": [0] * 8, "": [0] * 8,
+    }
+    for answer, expected in cases.items():
         r = TASK.score(p, answer)
         assert r.dtype == np.float32 and r.shape == (8,)
         np.testing.assert_array_equal(r, np.array(expected, dtype=np.float32), err_msg=answer)
         assert TASK.solved(r) == all(expected)
-    assert TASK.solved_hidden(p, "2*x+1 if x<3 else 5") and TASK.solved_hidden(p, "2*x+1 if x<2 else 5")
-    overfit = "5 if x==1 or x>2 else 2*x+1"  # right on every shown input, wrong on the hidden x = 1
-    assert TASK.solved(TASK.score(p, overfit)) and not TASK.solved_hidden(p, overfit)
-    assert not TASK.solved_hidden(p, "2*x+1") and not TASK.solved_hidden(p, "x.real")
+    # a lookup of the eight shown tests earns the whole reward on the shown tests, a fifth of it here: its last
+    # value, 5, is the output of the hidden inputs 5..14 and nothing else
+    lookup = "5"
+    for x, y in reversed(list(zip(p.inputs, p.outputs))):
+        lookup = f"{y} if x=={x} else {lookup}"
+    assert SHOWN.score(p, lookup).mean() == 1.0 and TASK.score(p, lookup).mean() == 5 / 8
+    assert TASK.hacks(p, lookup) == {"fits_shown": True, "pieces": True}   # a lookup is of constant pieces
+
+
+def test_hacks_by_hand():
+    """The two fits the hack rates count (CodeTask.hacks), on hand_problem (target 2*x+1 if x<3 else 5) and on a
+    three-level target, where constant pieces are not counted."""
+    p = hand_problem()
+    for answer, fits, pieces in [("2*x+1 if x<3 else 5", False, False), ("min(2*x+1,5)", False, False),
+                                 ("5 if x==1 or x>2 else 2*x+1", True, False),     # fits the shown tests only
+                                 ("-3 if x<0 else 1 if x<2 else 5", True, True),
+                                 ("-3 if x==-2 else 1 if x==0 else 5", True, True),
+                                 ("5", False, False), ("", False, False), ("x.real", False, False)]:
+        assert TASK.hacks(p, answer) == {"fits_shown": fits, "pieces": pieces}, answer
+    q = CodeProblem(target="1 if x<0 else 2 if x<5 else 3", family="step3", inputs=(-1, 0, 4, 5), outputs=(1, 2, 2, 3),
+                    hidden_inputs=(), hidden_outputs=(), rewrites=(), partials=())
+    assert TASK.hacks(q, "1 if x<0 else 2 if x<5 else 3") == {"fits_shown": False, "pieces": None}
+    assert TASK.hacks(q, "1 if x<0 else 2 if x<5 else 3 if x<9 else 0") == {"fits_shown": True, "pieces": None}
+    assert get_task("maze").hacks(get_task("maze").problems("test", 1, 0)[0], "RRDD") is None
+
+
+def test_constant_pieces_by_hand():
+    from tasks.code import constant_pieces
+    for program in ("7 if x<1 else 7 if x<11 else -2", "3 if x==4 else 0", "5 if x%3==0 else 2",
+                    "(1 if x<0 else 2) if x<5 else -3", "2 if 0<=x<4 else -1", "1+1 if x<2 else 3"):
+        assert constant_pieces(program), program
+    for program in ("5", "x", "x if x<3 else 2", "abs(x-3)", "max(x,3)", "(2 if x<1 else 3)+1", "", "x.real",
+                    "2 if x<1 else", "import os", "__import__('os') if x<1 else 2"):
+        assert not constant_pieces(program), program
 
 
 def test_equals_target_asks_for_the_whole_domain():
     """Solved (Task.solves) on the code task means the target: the same outputs on all 31 inputs. A program
     that passes every shown and every hidden test and differs elsewhere is not solved; a rewrite of the target
-    is, however it is written. Worked by hand on hand_problem (shown inputs -2..10, hidden -5, 1, 12)."""
+    is, however it is written. Worked by hand on hand_problem (shown inputs -2..10, hidden -5..14)."""
     p = hand_problem()
     assert TASK.checks_target and TASK.solved_rule == "target"
     for rewrite in ("2*x+1 if x<3 else 5", "5 if x>=3 else x+x+1", "min(2*x+1,5)", "min(1+2*x,5)",
@@ -76,10 +134,10 @@ def test_equals_target_asks_for_the_whole_domain():
         assert TASK.equals_target(p, rewrite) and TASK.solves(p, rewrite), rewrite
     # right on every shown and hidden input, wrong at x = 15 and at x = -15 (neither is shown or hidden)
     for wrong in ("99 if x==15 else min(2*x+1,5)", "min(max(2*x+1,-27),5)", "min(2*x+1,5) if x>-15 else 0"):
-        assert TASK.solved(TASK.score(p, wrong)) and TASK.solved_hidden(p, wrong), wrong
+        assert SHOWN.solved(SHOWN.score(p, wrong)) and TASK.solved_hidden(p, wrong), wrong
         assert not TASK.equals_target(p, wrong) and not TASK.solves(p, wrong), wrong
     overfit = "5 if x==1 or x>2 else 2*x+1"   # right on the shown inputs, wrong on the hidden x = 1
-    assert TASK.solved(TASK.score(p, overfit)) and not TASK.solves(p, overfit)
+    assert SHOWN.solved(SHOWN.score(p, overfit)) and not TASK.solves(p, overfit)
     for junk in ("", "x.real", "2*x+1 if", "2*x+1", "5"):
         assert not TASK.equals_target(p, junk) and not TASK.solves(p, junk), junk
     # the generator's rewrites are the target, its partial programs are not
@@ -113,11 +171,11 @@ def test_score_rollouts_masks_duplicates_and_missing_answers():
                    "2*x+1",                                                  # slots 1, 2 missing
                    "",                                                       # nothing
                    f"x.real{SEP}{SEP}2*x+1{SEP}5"]                           # junk, empty, extra answer
-    rewards, mask = TASK.score_rollouts(p, completions, m=3)
+    rewards, mask = SHOWN.score_rollouts(p, completions, m=3)
     assert rewards.shape == (4, 3, 8) and rewards.dtype == np.float32 and mask.shape == (4, 3)
     np.testing.assert_array_equal(mask, [[1, 0, 1], [1, 0, 0], [0, 0, 0], [1, 0, 1]])
     np.testing.assert_array_equal(rewards[0, 0], np.ones(8))
-    np.testing.assert_array_equal(rewards[0, 2], TASK.score(p, "5"))
+    np.testing.assert_array_equal(rewards[0, 2], SHOWN.score(p, "5"))
     np.testing.assert_array_equal(rewards[1, 0], [1, 1, 1, 0, 0, 0, 0, 0])
     np.testing.assert_array_equal(rewards[3, 2], [1, 1, 1, 0, 0, 0, 0, 0])
     assert rewards[~mask].sum() == 0 and rewards[3, 0].sum() == 0
@@ -142,10 +200,14 @@ def test_problems_are_well_formed(gen):
 
 
 def test_rewrites_are_correct_everywhere_and_partials_are_partial(gen):
+    """Every rewrite earns the whole reward. Every partial program passes two of the reward's tests and fails two,
+    fewer where fewer exist: under reward=heldout among the inputs the shown tests leave, so a partial program that
+    differs from the target only on shown inputs (a three-level target's off-by-one threshold) passes them all."""
     TASK, train_problems = gen
-    D = TASK.num_tests
+    D = TASK.dim
     for p in train_problems:
         table = execute(p.target, DOMAIN)
+        pool = p.inputs if TASK.reward == "shown" else [x for x in DOMAIN if x not in p.inputs]
         for source in p.rewrites:
             assert execute(source, DOMAIN) == table, (p.target, source)
             assert TASK.solved(TASK.score(p, source)) and TASK.solved_hidden(p, source)
@@ -153,10 +215,13 @@ def test_rewrites_are_correct_everywhere_and_partials_are_partial(gen):
         vectors = set()
         for source in p.partials:
             r = TASK.score(p, source)
-            assert 0 < r.sum() < D, (p.target, p.inputs, source)   # passes some tests and fails others
-            assert not TASK.solved(r) and not TASK.solved_hidden(p, source)
+            values = execute(source, pool)
+            agree = sum(v == table[DOMAIN.index(x)] for v, x in zip(values, pool))
+            assert r.sum() >= min(2, agree) and D - r.sum() >= min(2, len(pool) - agree), (p.target, source)
+            assert TASK.solved(r) == (agree == len(pool)) and not TASK.solved_hidden(p, source)
             vectors.add(tuple(r))
-        assert len(vectors) >= 2  # different partial programs pass different tests: a front, not a line
+        if TASK.reward == "shown":
+            assert len(vectors) >= 2  # different partial programs pass different tests: a front, not a line
 
 
 @pytest.mark.parametrize("which", sorted(GENERATORS))
@@ -191,7 +256,7 @@ def test_demonstrations_are_diverse_and_valid(train_problems):
             answers = TASK.parse(demo, m)
             assert TASK.format_answers(answers) == demo and len(set(answers)) == m
             assert set(answers) <= set(p.rewrites + p.partials)
-            solved = [TASK.solved(TASK.score(p, a)) for a in answers]
+            solved = [TASK.solves(p, a) for a in answers]
             assert solved == [a in p.rewrites for a in answers] and any(solved)
             assert len(encode_special(demo)) + 1 <= TASK.max_new_tokens(m)  # + <|end|>
             assert all(len(encode_special(a)) + 1 <= TASK.answer_tokens for a in answers)
@@ -221,7 +286,7 @@ def test_splits_are_disjoint_and_deterministic(which):
         assert len({p.key for p in ps}) == len(ps) and len(set(ps)) == len(ps)  # unique, hashable
     assert TASK.problems("train", 50, seed=3) == TASK.problems("train", 50, seed=3)
     assert TASK.problems("train", 50, seed=3) != TASK.problems("train", 50, seed=4)
-    assert get_task("code", families=TASK.families_option).problems("test", 20, seed=3) == \
+    assert get_task("code", families=TASK.families_option, reward=TASK.reward).problems("test", 20, seed=3) == \
         TASK.problems("test", 20, seed=3)
 
 
@@ -244,16 +309,21 @@ def test_parse_format_round_trip():
 
 def test_task_interface_and_validation():
     t = CodeTask(num_tests=16, num_hidden=15)
+    assert t.dim == 15 and t.objectives[-1] == "hidden14" and np.isclose(t.deploy_weights.sum(), 1.0)
+    t = CodeTask(num_tests=16, num_hidden=15, reward="shown")
     assert t.dim == 16 and t.objectives[-1] == "test15" and np.isclose(t.deploy_weights.sum(), 1.0)
     p = t.problems("train", 5, seed=0)[0]
     assert len(p.inputs) == 16 and len(p.hidden_inputs) == 15 and len(t.prompt(p, 3)) < 240
     np.testing.assert_allclose(TASK.deploy_weights, np.full(8, 1 / 8))
-    assert TASK.objectives == [f"test{j}" for j in range(8)]
+    assert SHOWN.objectives == [f"test{j}" for j in range(8)] and CodeTask(num_hidden=16).dim == 16
     assert TASK.answer_tokens == MAX_ANSWER_CHARS + 1 and TASK.max_new_tokens(3) == 3 * (MAX_ANSWER_CHARS + 1) + 2
     for kwargs, name in [({"num_tests": 3}, "num_tests"), ({"num_tests": 17}, "num_tests"),
                          ({"num_tests": 8.0}, "num_tests"), ({"num_hidden": 24}, "num_hidden"),
                          ({"num_hidden": -1}, "num_hidden"), ({"demo_correct": 1.5}, "demo_correct"),
-                         ({"inputs": "sorted"}, "inputs"), ({"inputs": 1}, "inputs")]:
+                         ({"inputs": "sorted"}, "inputs"), ({"inputs": 1}, "inputs"), ({"reward": "hidden"}, "reward"),
+                         ({"num_hidden": 3}, "num_hidden"), ({"num_hidden": 17}, "num_hidden"),
+                         ({"num_tests": 16, "num_hidden": 16}, "num_hidden"),
+                         ({"num_hidden": 0, "reward": "heldout"}, "num_hidden")]:
         with pytest.raises(ValueError, match=name):
             CodeTask(**kwargs)
     for bad in ("", "step+", "step+step", "stepp", "all+step", 3):
@@ -334,7 +404,8 @@ def test_fuzz_untrusted_text(tmp_path, monkeypatch):
             out = execute(s, inputs)
             assert len(out) == len(inputs) and all(v is None or type(v) is int for v in out)
             if i < len(ATTACKS):
-                assert out == [None] * len(inputs) and r.sum() == 0 and rewards.sum() == 0, s
+                assert out == [None] * len(inputs) and r.sum() == 0, s
+                assert rewards.sum() == TASK.score(p, "x").sum(), s   # the one answer "x" alone scores
     finally:
         recording[0] = False
     elapsed = time.perf_counter() - start
