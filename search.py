@@ -19,11 +19,15 @@ per sample for a multi-answer model, so every checkpoint gets the same number of
 or model samples (--unit samples: one completion each, as the paper's OpenEvolve runs count iterations). A
 problem stops when solved.
 
+Fitness: lexicase selects on the task's reward vector, task.score, the same for every checkpoint. On the code task
+that is the tests the reward runs: the hidden tests by default, as the paper's OpenEvolve scores candidates against a
+problem's tests, the private tests its RL reward ran; the shown tests with --task_opt reward=shown. The search thus
+selects on what the model was trained on; a user who holds only the prompt's examples would select on those.
 Solved means Task.solves: the answer equals the target where the task can check it (code: the same outputs on
 all 31 inputs), else its reward solves (task.solved). Every result records the rule ("solved_by": "target" or
 "reward"; search files written before the rule was recorded carry no such key, and there solved_at counts the
-first program that passed every shown test) and reward_solved_at, the budget spent when the first answer that
-the reward alone accepts appeared (code: every shown test passes).
+first program that passed every test the reward ran) and reward_solved_at, the budget spent when the first answer
+that the reward alone accepts appeared (code: every test the reward runs passes).
 """
 import argparse
 import math
