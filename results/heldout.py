@@ -1,0 +1,103 @@
+"""
+Stage 1 on the code reward on hidden tests (results/PLAN_HELDOUT.md): the GRPO grid's criterion and its choice.
+
+    python -m results.heldout --grid                          # the committed grid runs (results/runs/code-heldout-grid)
+    python -m results.heldout --grid --out out/heldout-grid   # the runs of a grid still training
+
+The criterion, fixed by the plan: on the validation problems (test indices 64-127), the mean over k = 1, 3, 6, 12,
+24, 48 of pooled pass_target@k at step 500, from each problem's count of answers equal to the target (m = 1: the
+pool is the run's 48 answers, so pooled pass_target@k is pass@k of Chen et al. over that count). The highest wins;
+a tie within 0.01 goes to the smaller learning rate, then to the larger KL coefficient.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from metrics import pass_at_k
+from results.compare import read_runs
+from results.jobs import ROOT, read_config
+from runs.cli import UsageError
+
+GRID = os.path.join(ROOT, "results", "experiments", "code_heldout_grid.json")
+KS = (1, 3, 6, 12, 24, 48)
+VALIDATION, REPORT = range(64, 128), range(0, 64)
+TIE = 0.01
+
+
+def pass_target(metrics, problems, k):
+    """Pooled pass_target@k over some of an evaluation's problems, from solved_target_per_problem (m = 1 only)."""
+    n = metrics["answers_per_problem"]
+    if metrics["m"] != 1:
+        raise ValueError("per-problem counts give the pooled pool only for single-answer runs (m = 1)")
+    counts = metrics["solved_target_per_problem"]
+    return float(np.mean([pass_at_k(n, counts[i], k) for i in problems]))
+
+
+def criterion(metrics, problems=VALIDATION):
+    """(the mean over KS, {k: pooled pass_target@k}) on the given problems."""
+    by_k = {k: pass_target(metrics, problems, k) for k in KS}
+    return float(np.mean(list(by_k.values()))), by_k
+
+
+def choose(scores):
+    """The plan's rule over {(lr, kl): criterion}: the highest; within TIE of it, the smallest lr, then the
+    largest KL coefficient."""
+    best = max(scores.values())
+    return min((c for c, v in scores.items() if v >= best - TIE), key=lambda c: (c[0], -c[1]))
+
+
+def grid_lines(setup, runs):
+    """The grid's table (validation and report problems) and its choice, as markdown lines."""
+    rows, scores, base = [], {}, None
+    for arm in setup.arms:
+        if arm.label not in runs:
+            continue
+        run = runs[arm.label][0]
+        a, metrics = run["summary"]["args"], run["summary"]["metrics"]
+        # a check of the counts: over all problems they give evaluate.py's own pooled_pass_target@k
+        assert np.isclose(pass_target(metrics, range(metrics["problems"]), 48), metrics["pooled_pass_target@k"]["48"])
+        mean, by_k = criterion(metrics)
+        scores[a["lr"], a["kl_coef"]] = mean
+        rows.append(f"| {arm.label} | {' | '.join(f'{by_k[k]:.3f}' for k in KS)} | **{mean:.3f}** | "
+                    f"{criterion(metrics, REPORT)[0]:.3f} |")
+        base = base or run["summary"].get("base_metrics")
+    lines = ["Pooled pass_target@k at step 500 on the validation problems (test indices 64-127), m = 1, 48 answers at "
+             "T = 0.7; the criterion is their mean over k; the last column is that mean on the report problems 0-63.",
+             "", f"| run | {' | '.join(f'k={k}' for k in KS)} | criterion | report problems |",
+             "|---" * (len(KS) + 3) + "|"] + rows
+    if base:
+        mean, by_k = criterion(base)
+        lines.append(f"| warm start | {' | '.join(f'{by_k[k]:.3f}' for k in KS)} | {mean:.3f} | "
+                     f"{criterion(base, REPORT)[0]:.3f} |")
+    if len(scores) == len(setup.arms):
+        lr, kl = choose(scores)
+        lines += ["", f"Chosen by the plan's rule: lr {lr:g}, KL coefficient {kl:g}."]
+    else:
+        lines += ["", f"{len(scores)} of {len(setup.arms)} grid runs have finished: no choice yet."]
+    return lines
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", action="store_true", help="the grid's criterion table and its choice")
+    p.add_argument("--out", help="a grid's results.compare directory (default: the committed runs)")
+    args = p.parse_args(argv)
+    if not args.grid:
+        p.error("nothing to do: pass --grid")
+    try:
+        setup = read_config(GRID)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.out and not os.path.isdir(args.out):
+        print(f"error: --out {args.out}: no such directory", file=sys.stderr)
+        return 2
+    runs = read_runs(setup, args.out, report=not args.out)
+    print("\n".join(grid_lines(setup, runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
