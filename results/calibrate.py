@@ -7,6 +7,7 @@ something to improve and search has a hard remainder to work on.
     python -m results.calibrate --only five-1500  # one configuration
     python -m results.calibrate --table          # print the table (docs/tasks.md holds a copy)
     python -m results.calibrate --templates      # what the shown tests pay for, per family, before and after
+    python -m results.calibrate --audit          # what the reward on hidden tests pays the fitted programs
     python -m results.calibrate --families NAME --forms NAME   # per family: solved, and the forms of the answers
 
 Each configuration trains a base from scratch with sft.train_base (the warm start every RL run uses) and evaluates
@@ -180,6 +181,20 @@ def templates_table(n=500, seed=0):
     return "\n".join(lines)
 
 
+def audit_table(n=500, seed=0):
+    """tasks.templates.audit of the reward on hidden tests (the default) on n held-out problems per family, every
+    family of the grammar, the means on the shown tests (the reward=shown task's) beside: a markdown table."""
+    from tasks.code import CodeTask
+    from tasks.templates import audit
+    keys = ("pieces", "lookup", "partial", "target", "pieces_all", "lookup_all", "pieces_shown", "lookup_shown",
+            "partial_shown")
+    lines = ["| family | constant pieces | lookup | best partial | target | constant pieces: whole reward | lookup: "
+             "whole reward | shown: constant pieces | shown: lookup | shown: best partial |", "|---" * 10 + "|"]
+    for family, r in sorted(audit(CodeTask(families="all"), n, seed).items()):
+        lines.append(f"| {family} | " + " | ".join(f"{r[k]:.3f}" for k in keys) + " |")
+    return "\n".join(lines)
+
+
 def table(rows):
     lines = ["| configuration | options | model | SFT steps | at step | m | pass@1 | pass@48 | pass_hidden@48 | "
              "best@48 | valid |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -236,6 +251,10 @@ def main(argv=None):
     ap.add_argument("--templates", action="store_true",
                     help="print what a step program fitted to the shown tests scores against the partial programs, "
                          "per family, for inputs=random and inputs=distinct (500 held-out problems each), run nothing")
+    ap.add_argument("--audit", action="store_true",
+                    help="print what the reward on hidden tests (and on the shown ones) pays the constant-piece "
+                         "program and the lookup fitted to the shown tests, per family (500 held-out problems each), "
+                         "run nothing")
     ap.add_argument("--families", choices=sorted(CONFIGS), action="append",
                     help="per-family solve rates of this configuration's final base (repeatable)")
     ap.add_argument("--forms", choices=sorted(CONFIGS), action="append",
@@ -246,6 +265,9 @@ def main(argv=None):
     rows = read_jsonl_or_empty(PATH)
     if args.templates:
         print(templates_table())
+        return 0
+    if args.audit:
+        print(audit_table())
         return 0
     if args.table:
         print("\n\n".join([table(rows), family_table(read_jsonl_or_empty(FAMILIES_PATH)),

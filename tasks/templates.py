@@ -3,7 +3,9 @@ What the code task's shown tests pay for: the cheapest cheat under the reward (t
 passed) is a program that only fits the shown outputs with a few constant pieces. fit_templates fits the best
 such programs to a problem's shown tests exactly; template_report measures, per family, whether they score below
 the natural partial programs of the target's family (docs/tasks.md, "What the shown tests pay for";
-`python -m results.calibrate --templates`).
+`python -m results.calibrate --templates`). fit_lookup fits the other cheap cheat, a lookup of shown tests; audit
+measures what the task's own reward (the hidden tests under reward=heldout) pays both fitted programs, per family,
+against the best partial program and the target (`python -m results.calibrate --audit`).
 """
 import copy
 import itertools
@@ -110,4 +112,69 @@ def template_report(task, n: int = 500, seed: int = 0, split: str = "test") -> d
                                    "template_all": float(np.mean(rows[:, 1])),
                                    "constant": float(np.mean(rows[:, 2] / D)),
                                    "partial": float(np.mean(rows[:, 3] / D)), "distinct": float(np.mean(rows[:, 4]))}
+    return report
+
+
+def fit_lookup(inputs, outputs, max_chars: int = MAX_ANSWER_CHARS):
+    """The lookup program that passes the most shown tests within max_chars characters (at least 1):
+    `b1 if x==a1 else b2 if x==a2 else c`, equality tests on shown inputs (distinct) with their shown outputs, and a
+    default constant c. Exact: for each default (each shown output, and 0 when no test shows it: the shortest
+    constant that passes none) it lists the tests whose output differs from the default, cheapest first (a pair
+    costs its two numbers' digits and 13 characters, ` if x==` and ` else `), as many as the room left by the
+    default holds. That passes the most tests for that default, with the shortest source. Ties: the shortest source,
+    then the fewest pairs, then the listed tests earliest in input order, then the default first shown (0 last).
+    The pairs are written in input order. Returns (source, tests passed); executing the source on the inputs
+    passes exactly that many tests."""
+    inputs, outputs = list(inputs), list(outputs)
+    defaults = list(dict.fromkeys(outputs)) + ([0] if 0 not in outputs else [])
+    best = None
+    for order, c in enumerate(defaults):
+        room = max_chars - len(str(c))
+        if room < 0:
+            continue
+        listed = []
+        costs = sorted((len(str(x)) + len(str(y)) + 13, i) for i, (x, y) in enumerate(zip(inputs, outputs)) if y != c)
+        for cost, i in costs:
+            if cost > room:
+                break
+            room -= cost
+            listed.append(i)
+        listed.sort()
+        source = "".join(f"{outputs[i]} if x=={inputs[i]} else " for i in listed) + str(c)
+        passed = len(listed) + outputs.count(c)
+        key = (-passed, len(source), len(listed), listed, order)
+        if best is None or key < best[0]:
+            best = (key, source, passed)
+    return best[1], best[2]
+
+
+def audit(task, n: int = 500, seed: int = 0, split: str = "test") -> dict:
+    """What the task's reward pays the programs fitted to the shown tests: for each of the task's families, n
+    problems of the split drawn by the task with that family alone (its other options kept, its reward too), and
+    the mean fraction of the reward's tests (task.score: the hidden tests under reward=heldout) passed by
+        pieces     the step program of fit_templates (at most three constant levels) fitted to the shown tests
+        lookup     the lookup of fit_lookup fitted to the shown tests
+        partial    the best of the problem's partials by the task's reward
+        target     the target (1.0: a check)
+    both fitted within the task's answer room; pieces_all and lookup_all, the fraction of problems on which the
+    fitted program earns the whole reward (task.solved); pieces_shown, lookup_shown and partial_shown, the same
+    means on the shown tests (the best partial by shown tests passed). Under reward=shown they equal the first
+    three. {family: {key: value, "problems": n}}."""
+    room = task.answer_tokens - 1
+    report = {}
+    for family in task.families:
+        alone = copy.copy(task)
+        alone.families = (family,)
+        rows = []
+        for p in alone.problems(split, n, seed):
+            (_, _), (pieces, _) = fit_templates(p.inputs, p.outputs, room)
+            lookup, _ = fit_lookup(p.inputs, p.outputs, room)
+            reward = {q: task.score(p, q) for q in (pieces, lookup, p.target, *p.partials)}
+            shown = {q: np.mean(list(map(operator.eq, execute(q, p.inputs), p.outputs))) for q in reward}
+            rows.append((reward[pieces].mean(), reward[lookup].mean(), max(reward[q].mean() for q in p.partials),
+                         reward[p.target].mean(), task.solved(reward[pieces]), task.solved(reward[lookup]),
+                         shown[pieces], shown[lookup], max(shown[q] for q in p.partials)))
+        keys = ("pieces", "lookup", "partial", "target", "pieces_all", "lookup_all", "pieces_shown", "lookup_shown",
+                "partial_shown")
+        report[family.__name__] = {"problems": n, **dict(zip(keys, map(float, np.mean(rows, axis=0))))}
     return report

@@ -1,14 +1,18 @@
 """Tests for tasks/templates.py: the programs that only fit the shown outputs, fitted exactly (against brute force),
 and the property the code task's shown inputs must have: such a template scores below the target's own partial
-programs (docs/tasks.md, "What the shown tests pay for")."""
+programs (docs/tasks.md, "What the shown tests pay for"); and what the reward on hidden tests pays such programs and
+a lookup of the shown tests (audit; "Under the reward on hidden tests")."""
+import itertools
 import time
 
 import numpy as np
 
 from tasks.code import DOMAIN, X_MAX, CodeTask, execute
-from tasks.templates import fit_templates, template_report
+from tasks.executor import MAX_SOURCE_CHARS
+from tasks.templates import audit, fit_lookup, fit_templates, template_report
 
 TASK = CodeTask()
+SHOWN = CodeTask(reward="shown")
 
 
 def brute_force_templates(inputs, outputs, max_chars):
@@ -89,3 +93,90 @@ def test_the_shown_tests_pay_for_the_program():
     assert before["template"] > before["partial"] and before["template_all"] > 0.1, before
     assert before["distinct"] < report["clip"]["distinct"] - 1
     print(f"template report, 5 families x 300 problems: {elapsed:.1f} s")
+
+
+def brute_force_lookup(inputs, outputs, max_chars):
+    """fit_lookup by enumeration: every subset of the tests listed (in input order) and every default among the
+    outputs and the constants -9..9, the source built and measured; the most tests passed, then the shortest source,
+    the fewest pairs, the listed tests earliest in input order, the default first shown (one not shown: nearest 0)."""
+    best = None
+    for c in sorted(set(outputs) | set(range(-9, 10))):
+        rank = outputs.index(c) if c in outputs else len(outputs) + abs(c) + (c < 0) / 2
+        for k in range(len(inputs) + 1):
+            for listed in itertools.combinations(range(len(inputs)), k):
+                source = "".join(f"{outputs[i]} if x=={inputs[i]} else " for i in listed) + str(c)
+                passed = k + sum(outputs[i] == c for i in range(len(inputs)) if i not in listed)
+                key = (-passed, len(source), k, listed, rank)
+                if len(source) <= max_chars and (best is None or key < best[0]):
+                    best = (key, source, passed)
+    return best[1], best[2]
+
+
+def test_fit_lookup_is_exact():
+    rng = np.random.default_rng(0)
+    shown = (-9, -4, 0, 2, 3, 6, 11, 14), (-17, -7, 1, 5, 5, 5, 5, 5)
+    assert fit_lookup(*shown, 32) == ("1 if x==0 else 5", 6)   # a second pair (0 and -4: 15 + 17) takes 33 chars
+    assert fit_lookup(*shown, 33) == ("-7 if x==-4 else 1 if x==0 else 5", 7)
+    assert fit_lookup(range(8), range(10, 18), 32) == ("10 if x==0 else 11", 2)   # ties: the first test listed
+    assert fit_lookup((1, 2, 3), (-5, -5, 3), 1) == ("3", 1) and fit_lookup((1, 2), (-5, 12), 1) == ("0", 0)
+    cases = [(*shown, 32), ((1, 2, 3), (-5, -5, 3), 1), ((1, 2), (-5, 12), 1)]
+    cases += [(p.inputs, p.outputs, 32) for p in CodeTask(families="all").problems("test", 20, seed=0)]
+    for _ in range(40):   # random tests, some with long numbers and tight rooms, where the digits decide
+        D = int(rng.choice([4, 6, 8]))
+        inputs = tuple(sorted(int(x) for x in rng.choice(DOMAIN, D, replace=False)))
+        levels = rng.choice(np.arange(-120, 121), int(rng.integers(1, 6)), replace=False)
+        cases.append((inputs, tuple(int(y) for y in rng.choice(levels, D)), int(rng.choice([3, 16, 20, 32, 50]))))
+    for inputs, outputs, max_chars in cases:
+        source, passed = fit_lookup(inputs, outputs, max_chars)
+        assert (source, passed) == brute_force_lookup(inputs, outputs, max_chars), (inputs, outputs, max_chars)
+        assert len(source) <= max_chars and sum(map(lambda a, b: a == b, execute(source, inputs), outputs)) == passed
+
+
+def test_the_hidden_tests_pay_the_fitted_programs():
+    """Under the reward on hidden tests (the default), on 150 held-out problems per family: a lookup of the shown
+    tests scores far below the best partial program on every family, and so does the step program fitted to the
+    shown tests, but on step3 and clip. On step3 it is the target (three constant levels, thresholds pinned by the
+    shown tests). On clip it scores above the best partial: where the shown tests hold every input between the
+    bounds, the inputs left show two outputs, and the step program passes every hidden test."""
+    report = audit(TASK, 150, seed=0)
+    assert set(report) == {f.__name__ for f in TASK.families}
+    for family, row in report.items():
+        assert row["problems"] == 150 and row["target"] == 1.0
+        assert row["lookup"] < row["partial"] - 0.2 and row["lookup_all"] <= 0.1, (family, row)
+        assert row["lookup"] < row["lookup_shown"], (family, row)
+        if family not in ("step3", "clip"):
+            assert row["pieces"] < row["partial"] - 0.2 and row["pieces_all"] <= 0.1, (family, row)
+            assert row["pieces"] < row["pieces_shown"], (family, row)
+    assert report["step3"]["pieces"] == report["step3"]["partial"] == 1.0   # the target; an off-by-one threshold too
+    clip = report["clip"]   # paid more than on the shown tests, where it is below the best partial
+    assert clip["partial"] < clip["pieces"] and clip["pieces_all"] > 0.2
+    assert clip["partial_shown"] > clip["pieces_shown"] < clip["pieces"]
+    # per problem: a fitted program that earns the whole reward is the target (every step3 problem), or the target
+    # takes at most two values on the inputs the prompt does not show
+    for family in TASK.families:
+        for p in CodeTask(families=family.__name__).problems("test", 150, seed=0):
+            left = set(execute(p.target, sorted(set(DOMAIN) - set(p.inputs))))
+            (_, _), (pieces, _) = fit_templates(p.inputs, p.outputs)
+            for source in (pieces, fit_lookup(p.inputs, p.outputs)[0]):
+                if TASK.solved(TASK.score(p, source)):
+                    assert TASK.equals_target(p, source) or len(left) <= 2, (p, source)
+            assert family.__name__ != "step3" or TASK.equals_target(p, pieces), p
+    # the means on the shown tests are those of the reward on them
+    shown, heldout = audit(SHOWN, 40, seed=0), audit(TASK, 40, seed=0)
+    for family, row in shown.items():
+        assert [row[k] for k in ("pieces", "lookup", "partial")] == \
+            [heldout[family][k] for k in ("pieces_shown", "lookup_shown", "partial_shown")], family
+
+
+def test_a_lookup_of_the_shown_tests_earns_the_shown_reward_only():
+    """A lookup of all 8 shown tests (no room limit but the interpreter's) earns the whole reward when the reward
+    counts the shown tests, and under the reward on hidden tests only what its default constant passes: below 1
+    but where every hidden output is one value, below 0.45 on average on every family."""
+    for family in TASK.families:
+        scores = []
+        for p in CodeTask(families=family.__name__).problems("test", 100, seed=0):
+            source, passed = fit_lookup(p.inputs, p.outputs, MAX_SOURCE_CHARS)
+            assert passed == len(p.inputs) and SHOWN.solved(SHOWN.score(p, source)), source
+            scores.append(TASK.score(p, source).mean())
+            assert scores[-1] < 1.0 or len(set(p.hidden_outputs)) == 1, (p, source)
+        assert np.mean(scores) < 0.45, (family, np.mean(scores))
