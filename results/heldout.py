@@ -3,13 +3,22 @@ Stage 1 on the code reward on hidden tests (results/PLAN_HELDOUT.md): the GRPO g
 
     python -m results.heldout --grid                          # the committed grid runs (results/runs/code-heldout-grid)
     python -m results.heldout --grid --out out/heldout-grid   # the runs of a grid still training
+    python -m results.heldout --sample out/heldout-grid --into results/runs/code-heldout-grid   # cache answers
+    python -m results.heldout --read results/runs/code-heldout-grid                # print what every run wrote
 
 The criterion, fixed by the plan: on the validation problems (test indices 64-127), the mean over k = 1, 3, 6, 12,
 24, 48 of pooled pass_target@k at step 500, from each problem's count of answers equal to the target (m = 1: the
 pool is the run's 48 answers, so pooled pass_target@k is pass@k of Chen et al. over that count). The highest wins;
 a tie within 0.01 goes to the smaller learning rate, then to the larger KL coefficient.
+
+--sample caches, once per run, 12 answers on each of the first 4 report problems at T = 0.7 with fixed seeds, from
+every finished run's final weights in OUT/runs and from the warm start at m = 1 and m = 3 (answers.json in the
+committed runs' directory), since weights are never committed. --read prints them beside each problem's shown tests
+and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every reported checkpoint writes.
 """
 import argparse
+import glob
+import json
 import os
 import sys
 
@@ -24,6 +33,7 @@ GRID = os.path.join(ROOT, "results", "experiments", "code_heldout_grid.json")
 KS = (1, 3, 6, 12, 24, 48)
 VALIDATION, REPORT = range(64, 128), range(0, 64)
 TIE = 0.01
+SAMPLE_PROBLEMS, SAMPLE_ANSWERS, STREAM = 4, 12, 8   # report problems 0-3; the sampling seeds' stream
 
 
 def pass_target(metrics, problems, k):
@@ -79,13 +89,77 @@ def grid_lines(setup, runs):
     return lines
 
 
+def sample(out, into):
+    """Add to INTO/answers.json the answers of every finished run's final weights in OUT/runs (and of the warm start
+    at m = 1 and 3) not yet there. -> the names added."""
+    from results.figures import sample_answers
+    from runs.cli import load_run
+    path = os.path.join(into, "answers.json")
+    cache = json.load(open(path)) if os.path.isfile(path) else {}
+    todo = {}
+    for summary in sorted(glob.glob(os.path.join(out, "runs", "*", "summary.json"))):
+        name, ckpt = os.path.basename(os.path.dirname(summary)), os.path.join(os.path.dirname(summary), "ckpt.pt")
+        if name not in cache and os.path.isfile(ckpt):
+            todo[name] = (ckpt, json.load(open(summary))["metrics"]["m"])
+    for base in glob.glob(os.path.join(out, "runs", "base", "*", "ckpt.pt")):
+        todo.update({f"base-m{m}": (base, m) for m in (1, 3) if f"base-m{m}" not in cache})
+    if todo:
+        task = load_run(next(iter(todo.values()))[0])[2]
+        problems = task.problems("test", SAMPLE_PROBLEMS, seed=0)
+        for name, (ckpt, m) in todo.items():
+            cache[name] = {"m": m, "answers": sample_answers(ckpt, task, problems, m, SAMPLE_ANSWERS // m, STREAM)}
+        os.makedirs(into, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(cache, f, indent=0)
+        os.replace(path + ".tmp", path)
+    return sorted(todo)
+
+
+def read_lines(into, task):
+    """What every cached run wrote, per problem: shown tests, target, answers marked = (the target), s (fits the
+    shown tests, not the target) and p (constant pieces)."""
+    cache = json.load(open(os.path.join(into, "answers.json")))
+    problems = task.problems("test", SAMPLE_PROBLEMS, seed=0)
+    lines = []
+    for name, got in cache.items():
+        lines += [f"## {name} (m = {got['m']})", ""]
+        for p, answers in zip(problems, got["answers"]):
+            def mark(a):
+                h = task.hacks(p, a)
+                flags = ("=" if task.equals_target(p, a) else "") + ("s" if h["fits_shown"] else "") + \
+                    ("p" if h["pieces"] else "")
+                return f"`{a}`" + (f" ({flags})" if flags else "")
+            lines += [f"- {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}",
+                      "  " + ", ".join(mark(a) for a in answers)]
+        lines.append("")
+    return lines + ["(=) equal to the target; (s) passes every shown test and is not the target; (p) constant "
+                    "pieces, where the target is not."]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grid", action="store_true", help="the grid's criterion table and its choice")
     p.add_argument("--out", help="a grid's results.compare directory (default: the committed runs)")
+    p.add_argument("--sample", metavar="OUT", help="cache the answers of the finished runs in OUT (a results.compare "
+                   "directory) into --into")
+    p.add_argument("--into", help="the committed runs' directory that holds answers.json")
+    p.add_argument("--read", metavar="DIR", help="print the cached answers of DIR/answers.json")
     args = p.parse_args(argv)
+    if args.sample or args.read:
+        from tasks import get_task
+        where = args.read or args.into
+        if not where or (args.sample and not os.path.isdir(os.path.join(args.sample, "runs"))) or \
+                (args.read and not os.path.isfile(os.path.join(args.read, "answers.json"))):
+            print("error: --sample OUT needs OUT/runs and --into DIR; --read DIR needs DIR/answers.json",
+                  file=sys.stderr)
+            return 2
+        if args.sample:
+            print(f"cached the answers of {', '.join(sample(args.sample, args.into)) or 'no new run'}")
+        if args.read:
+            print("\n".join(read_lines(args.read, get_task("code"))))
+        return 0
     if not args.grid:
-        p.error("nothing to do: pass --grid")
+        p.error("nothing to do: pass --grid, --sample or --read")
     try:
         setup = read_config(GRID)
     except UsageError as e:

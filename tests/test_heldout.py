@@ -49,3 +49,24 @@ def test_grid_table_and_choice_from_run_files(tmp_path, capsys):
     assert heldout.main(["--grid", "--out", str(tmp_path)]) == 0
     assert "5 of 6 grid runs have finished: no choice yet." in capsys.readouterr().out
     assert heldout.main(["--grid", "--out", str(tmp_path / "missing")]) == 2
+
+
+def test_read_marks_what_each_answer_is(tmp_path):
+    """--read on a hand-made cache: the target is marked =, a lookup of the shown tests s and p, junk nothing."""
+    from tasks import get_task
+    task = get_task("code")
+    problems = task.problems("test", heldout.SAMPLE_PROBLEMS, seed=0)
+    lookups = []
+    for p in problems:
+        source = str(p.outputs[-1])
+        for x, y in reversed(list(zip(p.inputs[:-1], p.outputs[:-1]))):
+            source = f"{y} if x=={x} else {source}"
+        lookups.append(source)
+    cache = {"grpo-s0": {"m": 1, "answers": [[p.target, lookup, "x.real"] for p, lookup in zip(problems, lookups)]}}
+    (tmp_path / "answers.json").write_text(json.dumps(cache))
+    lines = heldout.read_lines(str(tmp_path), task)
+    assert lines[0] == "## grpo-s0 (m = 1)" and len([line for line in lines if line.startswith("- ")]) == 4
+    for p, lookup, line in zip(problems, lookups, [line for line in lines if line.startswith("  `")]):
+        pieces = "" if p.family == "step3" else "p"   # a three-level target's constant pieces are not counted
+        assert line == f"  `{p.target}` (=), `{lookup}` (s{pieces}), `x.real`", line
+    assert heldout.main(["--read", str(tmp_path)]) == 0
