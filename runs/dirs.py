@@ -26,8 +26,9 @@ RUN_FILES = ("ckpt.pt", "log.jsonl", "eval.jsonl", "summary.json", "curves.png",
 CKPT_FILE = re.compile(r"ckpt(-step\d+)?\.pt(\.tmp\d+)?")  # ckpt.pt, --keep_eval_ckpts' ckpt-step<N>.pt, their temps
 
 
-BASE_FORMAT = 4  # bump when the warm start changes what it trains (3: per-demonstration seeds; 4: the code task's
-#                  default shown inputs became inputs=distinct, and the key holds the options given, not the defaults)
+BASE_FORMAT = 5  # bump when the warm start changes what it trains (3: per-demonstration seeds; 4: the code task's
+#                  default shown inputs became inputs=distinct, and the key holds the options given, not the defaults;
+#                  5: the code task's default draws its shown and hidden tests together, reward=heldout)
 
 
 # ----------------------------------------------------------------------------------------- run directories

@@ -30,11 +30,11 @@ different subsets: the reward vectors of natural guesses form a front. A related
 an answer still gets its two and two (a step3 threshold's off-by-one can take a character more than the target),
 so both sides of every threshold are shown.
 
-The hidden tests of reward=heldout are chosen with the same rule among the inputs not shown (choose_inputs' domain),
-by a generator seeded from the problem itself (problem_rng), so both rewards draw the same problems: every partial
-program passes two hidden tests and fails two where the inputs left allow it. A partial program that differs from
-the target only on shown inputs (a three-level target's off-by-one threshold: the shown tests hold both inputs
-beside each threshold) passes every hidden test; the reward calls it solved, equals_target does not.
+Under reward=heldout the shown and the hidden tests are chosen together by that rule (choose_test_sets): every
+partial program passes two and fails two of each set where the domain allows, and both sets tell the target from
+the two-level step closest to it (closest_step), so a step fitted to the shown tests cannot pass every hidden test.
+A partial program that differs from the target at one input only (a three-level target's off-by-one threshold)
+passes every hidden test, since that input goes to the shown set; the reward calls it solved, equals_target does not.
 
 The shown tests also pay for the program rather than for a template (inputs=distinct, the default): among the
 candidates that meet a requirement, and for the inputs left after the requirements, the generator takes one
@@ -244,20 +244,23 @@ class CodeTask(Task):
         # (a step3 threshold's off-by-one can take a character more than the target); inputs=random keeps the
         # requirements of the generator before, from the partial programs short enough to be answers only
         required = partials if self.inputs == "random" else related_partials
-        inputs = choose_inputs(rng, table, [values for _, values in required], self.num_tests,
-                               spread=self.inputs == "distinct")
+        tables = [values for _, values in required]
+        if self.reward == "heldout":   # the shown and the hidden tests chosen together, by one rule; both also
+            # tell the target from the two-level step closest to it (clip's middle inputs go to both sets)
+            step = closest_step(table)
+            inputs, hidden = choose_test_sets(rng, table, tables + ([step] if step != table else []),
+                                              (self.num_tests, self.num_hidden), spread=self.inputs == "distinct")
+        else:                          # the task before: the shown tests first, then hidden ones at random
+            inputs = choose_inputs(rng, table, tables, self.num_tests, spread=self.inputs == "distinct")
         outputs = tuple(table[X_MAX + x] for x in inputs)
         partials = [s for s, values in partials if 0 < sum(values[X_MAX + x] == table[X_MAX + x]
                                                            for x in inputs) < len(inputs)]
         rewrites = [s for s in dict.fromkeys(rewrites) if len(s) <= MAX_ANSWER_CHARS]
         if len(partials) < MIN_PARTIALS or len(rewrites) + len(partials) < MIN_ANSWERS:
             return None
-        rest = np.array(sorted(set(DOMAIN) - set(inputs)))
-        # drawn under either reward, so that both draw the same problems from the same seed
-        hidden = tuple(sorted(int(x) for x in rng.choice(rest, self.num_hidden, replace=False)))
-        if self.reward == "heldout":   # the reward's tests, chosen with the shown tests' rule among the inputs left
-            hidden = choose_inputs(problem_rng(target, inputs), table, [values for _, values in required],
-                                   self.num_hidden, spread=self.inputs == "distinct", domain=tuple(int(x) for x in rest))
+        if self.reward == "shown":
+            rest = np.array(sorted(set(DOMAIN) - set(inputs)))
+            hidden = tuple(sorted(int(x) for x in rng.choice(rest, self.num_hidden, replace=False)))
         hidden_outputs = tuple(table[X_MAX + x] for x in hidden)
         return CodeProblem(target, family.__name__, inputs, outputs, hidden, hidden_outputs, tuple(rewrites),
                            tuple(partials))
@@ -269,11 +272,20 @@ def is_test_function(table) -> bool:
     return in_test_split(",".join(map(str, table)))
 
 
-def problem_rng(target: str, inputs) -> np.random.Generator:
-    """A generator seeded by the problem (its target and shown inputs; a stable hash, blake2b): what a problem draws
-    with it is a function of the problem, whatever was drawn before it."""
-    digest = hashlib.blake2b(f"{target}|{','.join(map(str, inputs))}".encode(), digest_size=8).digest()
-    return np.random.default_rng(int.from_bytes(digest, "little"))
+def closest_step(table) -> list:
+    """The values on the domain of the two-level step `a if x<b else c` that agrees with the target's table on the
+    most inputs (per side its most common output; ties: the first cut, the smaller value): the cheapest program of
+    constant pieces close to the target."""
+    def side(values):
+        return max(sorted(set(values)), key=values.count)
+    best = None
+    for cut in range(1, len(table)):
+        a, c = side(table[:cut]), side(table[cut:])
+        values = [a] * cut + [c] * (len(table) - cut)
+        agree = sum(map(int.__eq__, values, table))
+        if best is None or agree > best[0]:
+            best = (agree, values)
+    return best[1]
 
 
 def constant_pieces(program: str) -> bool:
@@ -292,23 +304,34 @@ def constant_pieces(program: str) -> bool:
     return isinstance(tree, ast.IfExp) and value(tree)
 
 
-def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True, domain=DOMAIN) -> tuple[int, ...]:
-    """k sorted inputs of domain (the whole domain, or the inputs the shown tests leave) such that each partial
-    program passes per_side of them and fails per_side of them (fewer where fewer exist), as far as k allows. The tightest requirements go first (fewest candidate
-    inputs: e.g. the single input an off-by-one threshold gets wrong); ties keep the family's order.
+def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True) -> tuple[int, ...]:
+    """k sorted inputs such that each partial program passes per_side of them and fails per_side of them (fewer
+    where fewer exist), as far as k allows: choose_test_sets with one set."""
+    return choose_test_sets(rng, table, partial_tables, (k,), per_side, spread)[0]
+
+
+def choose_test_sets(rng, table, partial_tables, ks, per_side=2, spread=True) -> tuple[tuple[int, ...], ...]:
+    """Disjoint sets of ks[0], ks[1], ... sorted inputs (the shown tests; the hidden ones) such that in each set every
+    partial program passes per_side inputs and fails per_side inputs, as far as the set's size allows. Where a
+    requirement has fewer inputs than the sets ask for, they are shared out, the first set first: an input that
+    only one partial program gets wrong goes to the first set, two such inputs go one to each. The tightest
+    requirements go first (fewest candidate inputs); ties keep the family's order.
     Which candidates meet a requirement, and the inputs left after the requirements:
-      spread=True  (inputs=distinct, the default) one at a time, the candidate whose output the chosen inputs
-                   show least often (a new output first), ties broken by the most new changes of output between
-                   neighbouring chosen inputs, then at random: the shown outputs are as distinct, and change as
-                   often along the inputs, as the requirements allow, so a few constant pieces fit few of them
+      spread=True  (inputs=distinct, the default) one at a time, the candidate whose output the set already shows
+                   least often (a new output first), ties broken by the most new changes of output between
+                   neighbouring inputs of the set, then at random: each set's outputs are as distinct, and change
+                   as often along its inputs, as the requirements allow, so a few constant pieces fit few of them;
+                   with two sets the inputs left are dealt one at a time to each set in turn
       spread=False (inputs=random) uniform at random."""
     needs = []
     for values in partial_tables:
-        needs.append([x for x in domain if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
-        needs.append([x for x in domain if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
-    chosen, shown = [], {}   # chosen inputs (sorted), how often each output is shown
+        needs.append([x for x in DOMAIN if values[X_MAX + x] == table[X_MAX + x]])  # inputs it passes
+        needs.append([x for x in DOMAIN if values[X_MAX + x] != table[X_MAX + x]])  # inputs it fails
+    sets = [([], {}) for _ in ks]   # per set: its inputs (sorted), how often it shows each output
+    taken = lambda x: any(x in chosen for chosen, _ in sets)
 
-    def add(candidates, n):
+    def add(j, candidates, n):
+        chosen, shown = sets[j]
         if not spread:
             for i in rng.permutation(len(candidates))[:n]:
                 bisect.insort(chosen, candidates[i])
@@ -322,11 +345,18 @@ def choose_inputs(rng, table, partial_tables, k, per_side=2, spread=True, domain
             shown[table[X_MAX + x]] = shown.get(table[X_MAX + x], 0) + 1
 
     for side in sorted(needs, key=len):
-        missing = [x for x in side if x not in chosen]
-        wanted = min(per_side, len(side)) - (len(side) - len(missing))  # per_side minus those already in
-        add(missing, max(0, min(wanted, k - len(chosen))))
-    add([x for x in domain if x not in chosen], k - len(chosen))
-    return tuple(chosen)
+        for j, k in enumerate(ks):
+            share = (len(side) + len(ks) - 1 - j) // len(ks)   # the side's inputs shared out, the first set first
+            have = sum(x in sets[j][0] for x in side)
+            missing = [x for x in side if not taken(x)]
+            add(j, missing, max(0, min(min(per_side, share) - have, k - len(sets[j][0]), len(missing))))
+    if len(ks) == 1:
+        add(0, [x for x in DOMAIN if not taken(x)], ks[0] - len(sets[0][0]))
+    while any(len(chosen) < k for (chosen, _), k in zip(sets, ks)):
+        for j, k in enumerate(ks):
+            if len(sets[j][0]) < k:
+                add(j, [x for x in DOMAIN if not taken(x)], 1)
+    return tuple(tuple(chosen) for chosen, _ in sets)
 
 
 def _spread_cost(chosen, shown, table, x):

@@ -201,8 +201,9 @@ def test_problems_are_well_formed(gen):
 
 def test_rewrites_are_correct_everywhere_and_partials_are_partial(gen):
     """Every rewrite earns the whole reward. Every partial program passes two of the reward's tests and fails two,
-    fewer where fewer exist: under reward=heldout among the inputs the shown tests leave, so a partial program that
-    differs from the target only on shown inputs (a three-level target's off-by-one threshold) passes them all."""
+    fewer where fewer exist: under reward=heldout the inputs it passes (fails) are shared out between the shown and
+    the hidden tests, so a partial program that differs from the target at one input only (a three-level target's
+    off-by-one threshold) fails a shown test and passes every hidden one."""
     TASK, train_problems = gen
     D = TASK.dim
     for p in train_problems:
@@ -245,6 +246,22 @@ def test_inputs_exercise_every_branch(which):
         for wrong_c, x in ((c + 1, c), (c - 1, c - 1)):  # an off-by-one threshold is wrong at one input only:
             if execute(f"{e1} if x<{wrong_c} else {e2}", [x]) != execute(p.target, [x]):
                 assert x in p.inputs  # that input is shown
+
+
+def test_both_test_sets_see_between_a_clips_bounds():
+    """reward=heldout draws the shown and the hidden tests together, and both tell the target from the two-level step
+    closest to it: every clip problem shows an input strictly between its bounds and hides another, so a step fitted
+    to the shown tests cannot pass every hidden test (it did on 39% of clip problems when the hidden tests were
+    chosen among the inputs the shown ones left)."""
+    from tasks.code import choose_test_sets, closest_step
+    for p in CodeTask(families="clip").problems("train", 300, seed=0):
+        lo, hi = (int(v) for v in p.target[len("min(max(x,"):-1].split("),"))
+        assert any(lo < x < hi for x in p.inputs) and any(lo < x < hi for x in p.hidden_inputs), p
+        assert not set(p.inputs) & set(p.hidden_inputs) and len(p.hidden_inputs) == 8
+    table = execute("min(max(x,-1),2)", DOMAIN)
+    assert closest_step(table) == [-1] * 15 + [2] * 16            # -1 if x<0 else 2: wrong at x = 0 and x = 1
+    shown, hidden = choose_test_sets(np.random.default_rng(0), table, [closest_step(table)], (4, 4))
+    assert {0, 1} == {x for x in shown + hidden if -1 < x < 2} and len(set(shown) & {0, 1}) == 1
 
 
 def test_demonstrations_are_diverse_and_valid(train_problems):
