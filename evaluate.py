@@ -29,6 +29,8 @@ Every answer is sampled in its own room of task.answer_tokens tokens (answer_bud
     dimensions     over the valid answers, within problems: the reward dimensions' mean pairwise correlation
                    and effective rank (metrics.within_covariance, metrics.dimension_geometry): near 1 and 1, the
                    vector adds nothing to the scalar (docs/when_vpo_helps.md)
+    hack_rate      {name: share}: of all problems' written answer slots, the share each of the task's hacks flags
+                   (Task.hacks; code: fits_shown, pieces), only for tasks that name hacks  metrics.hack_rates
 Command line: evaluate any checkpoint written by train.py on its task's test problems (under torchrun, the
 problems are split across the processes; the metrics are the same):
     python evaluate.py --ckpt out/vpo-maze-s0/ckpt.pt [--device cuda] [--dtype float32]
@@ -43,7 +45,8 @@ import numpy as np
 import torch
 
 import vpo
-from metrics import best_at_k, dimension_geometry, diversity, expected_best_at_k, pareto_metrics, within_covariance
+from metrics import (best_at_k, dimension_geometry, diversity, expected_best_at_k, hack_flags, hack_rates,
+                     pareto_metrics, within_covariance)
 from runs import dist
 from runs.seeding import step_seed
 from sample import rollout, slot_rewards
@@ -126,6 +129,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
                 for k in ks:
                     acc[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
             flat = [y for ys in answers for y in ys if y]
+            hacks = hack_flags(task.hacks, problem, flat)                      # [] for a task without hacks
             pareto = pareto_metrics(slots, mask=written)
             rows["diversity"] = diversity(r, mask=a)
             rows["deploy_reward"] = float((slots @ w_star).mean())
@@ -135,7 +139,7 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
             rows["pareto_distinct"] = pareto["pareto_distinct"]
             pool = r[a].numpy() if start + i < num_pools else None
             counts = (int(solved.sum()), int(solved_t.sum()) if target else None)
-            records.append((start + i, acc, rows, pareto["dim_mean"], counts, pool, r[a].numpy()))
+            records.append((start + i, acc, rows, pareto["dim_mean"], counts, pool, r[a].numpy(), hacks))
     model.train(was_training)
     records = sorted(dist.gather_objects(records), key=lambda rec: rec[0])    # every problem, in order
     acc = {key: [rec[1][key] for rec in records] for key in records[0][1]}
@@ -154,6 +158,9 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
     if target:
         metrics["solved_target_per_problem"] = [rec[4][1] for rec in records]  # answers equal to the target
+    rates = hack_rates([f for rec in records for f in rec[7]])
+    if rates:
+        metrics["hack_rate"] = rates
     # how many directions the reward dimensions span in these answers (within problems): dim_corr, eff_rank
     metrics["dimensions"] = dimension_geometry(within_covariance([rec[6] for rec in records])[0])
     if geometry is not None and not geometry.identity:
@@ -179,6 +186,9 @@ def format_table(metrics, label=""):
     lines.append(f"diversity {metrics['diversity']:.3f}  deploy reward {metrics['deploy_reward']:.3f}  "
                  f"distinct {metrics['distinct_rate']:.3f}  valid {metrics['valid_rate']:.3f}  Pareto-optimal "
                  f"{metrics['pareto_frac']:.3f} ({metrics['pareto_distinct']:.1f} distinct)")
+    if metrics.get("hack_rate"):
+        lines.append("hack rate (written answers): " + "  ".join(
+            f"{name} {'-' if v is None else f'{v:.3f}'}" for name, v in metrics["hack_rate"].items()))
     dims = metrics.get("dimensions")
     if dims and dims["varying"] >= 2:
         lines.append(f"reward dimensions (within problems, valid answers): mean pairwise correlation "

@@ -15,6 +15,8 @@ is the reward vector of answer y.
   diversity       mean pairwise L1 distance between a pool's reward vectors         diversity
   Pareto          share of a pool's answers on its own Pareto front, distinct       pareto_metrics
                   front vectors, mean of each reward dimension
+  hack rates      share of the written answers each of the task's hacks flags       hack_flags, hack_rates
+                  (Task.hacks; code: fits_shown, pieces)
 
 Invalid answers: an answer that is missing or repeats an earlier answer of the same rollout is masked out by
 the caller (tasks.Task.score_rollouts does it: duplicates count once). Masked answers are left out of every max,
@@ -161,6 +163,28 @@ def pareto_metrics(reward_vectors, mask=None):
     front = ~covers.any(dim=0)                                                       # (n,) bool
     return {"pareto_frac": float(front.double().mean()), "pareto_distinct": len(torch.unique(r[front], dim=0)),
             "dim_mean": r.mean(dim=0).tolist()}
+
+
+def hack_flags(hacks, problem, answers):
+    """The flags of one problem's written answers: hacks(problem, y) (a task's Task.hacks) for each answer y, ''
+    (a missing answer) left out, each distinct answer checked once. -> one {name: True, False or None} per written
+    answer, in order; [] where hacks returns None (a task that names no hacks)."""
+    cache = {}
+    for y in answers:
+        if y and y not in cache:
+            cache[y] = hacks(problem, y)
+    return [cache[y] for y in answers if y and cache[y] is not None]
+
+
+def hack_rates(flags):
+    """The hack rates of a pool of answers: for each name, the share of the flags that are True among those that
+    are not None (None where every one is None). flags: hack_flags' lists of every problem, joined. -> {name:
+    share or None}; {} for a task that names no hacks."""
+    rates = {}
+    for name in dict.fromkeys(n for f in flags for n in f):
+        counted = [bool(f[name]) for f in flags if f.get(name) is not None]
+        rates[name] = sum(counted) / len(counted) if counted else None
+    return rates
 
 
 def within_covariance(pools):

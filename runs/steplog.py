@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 import vpo
-from metrics import diversity
+from metrics import diversity, hack_flags, hack_rates
 from runs import dist
 from sample import slot_rewards
 from tasks import tokenizer as tok
@@ -26,7 +26,10 @@ def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_reward
       diversity      mean pairwise L1 distance of a group's valid reward vectors; zero_var_frac: flat groups
       entropy, kl, clip_frac, ratio, loss: token-weighted over the processes, averaged over minibatches
       written_rate, answer_tokens: answer slots written and their mean length (this process's rollouts);
-      forced_rate: answers the sampler closed because they filled their room, per non-final answer slot"""
+      forced_rate: answers the sampler closed because they filled their room, per non-final answer slot
+      hack_<name>    for a task that names hacks (Task.hacks; code: hack_fits_shown, hack_pieces): the share of the
+                     whole batch's written answer slots it flags, among those whose flag is not None (None where
+                     none is); no such key for the other tasks, nor for a step without a written answer"""
     B, G = all_rewards.shape[:2]
     answers = [task.parse(t, m) for t in texts]
     per_slot = torch.cat([slot_rewards(rewards[b], mask[b], answers[b * G:(b + 1) * G],
@@ -40,6 +43,9 @@ def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_reward
     w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
     deploy = (per_slot @ w_star).mean()                                             # missing answers count 0
     set_r = vpo.set_rewards(all_rewards, all_mask, log_weights.expand(B, -1, -1))
+    flags = [f for b, p in enumerate(problems)                                      # the hacks' flags (Task.hacks)
+             for f in hack_flags(task.hacks, p, [y for ys in answers[b * G:(b + 1) * G] for y in ys])]
+    flags = dist.gather_objects(flags)                                               # of the whole batch
     tmask = gen.sampled
     n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
@@ -51,4 +57,5 @@ def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_reward
             "valid_rate": float(all_mask.float().mean()), "completion_tokens": n_tokens / (B * G),
             "written_rate": len(written) / max(1, m * len(answers)), "answer_tokens": float(np.mean(written or [0])),
             "forced_rate": float(gen.forced.sum()) / max(1, (m - 1) * len(answers)),
+            **{f"hack_{name}": rate for name, rate in hack_rates(flags).items()},
             "tokens_per_s": n_tokens / seconds, "step_seconds": seconds}
