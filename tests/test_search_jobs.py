@@ -91,13 +91,13 @@ def test_the_search_table_counts_problems_solved_by_one_method_only(tmp_path):
         for kind in ("evolve", "sample"):
             search_jobs.write_json(path_of(kind, slug, seed), content)
     # VPO seed 0's search kept its solving program for problem 11: the target itself, so it passes the hidden tests
-    target = get_task("code").problems("test", 20, seed=0)[11].target
+    target = get_task("code", reward="shown").problems("test", 20, seed=0)[11].target
     evolve = path_of("evolve", "vpo", 0)
     content = res(5, 20, None)
     content["results"][0]["best"] = target
     search_jobs.write_json(evolve, content)
     # GRPO seed 0's search kept for problem 13 a program that passes every shown and hidden test and is not the target
-    p13 = get_task("code").problems("test", 20, seed=0)[13]
+    p13 = get_task("code", reward="shown").problems("test", 20, seed=0)[13]
     x0 = next(x for x in DOMAIN if x not in p13.inputs + p13.hidden_inputs)
     content = res(None, 12, 10)
     content["results"][2]["best"] = f"99 if x=={x0} else ({p13.target})"
