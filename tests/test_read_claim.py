@@ -67,7 +67,7 @@ def test_sampled_once_per_run(tmp_path, monkeypatch):
         calls.append((os.path.relpath(ckpt, out), m, n_roll, [p.target for p in problems]))
         return [[f"{m}"] * (n_roll * m) for _ in problems]
     monkeypatch.setattr(figures, "sample_answers", fake)
-    monkeypatch.setattr(cli, "load_run", lambda ckpt: (None, None, get_task("code"), 1))
+    monkeypatch.setattr(cli, "load_run", lambda ckpt: (None, None, get_task("code", reward="shown"), 1))
     assert read_claim.sample(CLAIM, rec, out) == ["base", "grpo-s0", "grpo_early-s0", "vpo-s0"]
     targets = ["max(-x+9,-2)", "min(x+8,3)"]
     assert sorted(calls) == [(os.path.relpath(warm_start(out), out), 1, 12, targets),
