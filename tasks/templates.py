@@ -84,6 +84,15 @@ def fit_templates(inputs, outputs, max_chars: int = MAX_ANSWER_CHARS):
     return constant, step
 
 
+def family_problems(task, split, n, seed):
+    """(family, n problems of the split drawn by the task with that family alone, its other options kept), for each
+    of the task's families."""
+    for family in task.families:
+        alone = copy.copy(task)
+        alone.families = (family,)
+        yield family, alone.problems(split, n, seed)
+
+
 def template_report(task, n: int = 500, seed: int = 0, split: str = "test") -> dict:
     """What the shown tests pay for: for each of the task's families, n problems of the split drawn by the task
     with that family alone (its other options kept), and
@@ -98,11 +107,9 @@ def template_report(task, n: int = 500, seed: int = 0, split: str = "test") -> d
     The shown tests pay for the program when template < partial and template_all is near zero, for every family
     whose targets are not themselves such programs (all but step3). {family: {key: value, "problems": n}}."""
     report = {}
-    for family in task.families:
-        alone = copy.copy(task)
-        alone.families = (family,)
+    for family, problems in family_problems(task, split, n, seed):
         rows = []
-        for p in alone.problems(split, n, seed):
+        for p in problems:
             (_, constant), (_, step) = fit_templates(p.inputs, p.outputs, task.answer_tokens - 1)
             partial = max(sum(map(operator.eq, execute(q, p.inputs), p.outputs)) for q in p.partials)
             rows.append((step, step == len(p.inputs), constant, partial, len(set(p.outputs)), len(p.inputs)))
@@ -162,11 +169,9 @@ def audit(task, n: int = 500, seed: int = 0, split: str = "test") -> dict:
     three. {family: {key: value, "problems": n}}."""
     room = task.answer_tokens - 1
     report = {}
-    for family in task.families:
-        alone = copy.copy(task)
-        alone.families = (family,)
+    for family, problems in family_problems(task, split, n, seed):
         rows = []
-        for p in alone.problems(split, n, seed):
+        for p in problems:
             (_, _), (pieces, _) = fit_templates(p.inputs, p.outputs, room)
             lookup, _ = fit_lookup(p.inputs, p.outputs, room)
             reward = {q: task.score(p, q) for q in (pieces, lookup, p.target, *p.partials)}
