@@ -1,11 +1,17 @@
-"""examples/trl_vpo.py: VPO's set reward as a reward function for TRL's GRPOTrainer.
+"""examples/trl_vpo.py and examples/trl_tasks.py: VPO's set reward as a reward function for TRL's GRPOTrainer, on
+any causal LM and any of the repository's tasks.
 
-The reward function itself is plain torch and is tested everywhere: its rewards are the set rewards of
-vpo.set_rewards (and a brute force), and its weights are shared by a group, even one cut across two calls, and
-differ across groups and steps. The tests that run TRL (a trainer step, the example end to end) need trl and
-transformers, which are no dependency of the project (docs/trl.md): they are skipped where those are missing."""
+Tested everywhere (plain torch and the core): the command line's mistakes (one line, exit 2, before anything loads),
+the rewards (vpo.set_rewards, and a brute force), the weights shared by a group even across calls, the tag format of
+a pretrained model's answers and its map back to <|sep|>, the answer's room, and the evaluation's numbers, by hand
+and against evaluate.evaluate on the same completions. The tests that run TRL need trl and transformers, which are
+no dependency of the project (docs/trl.md), and are skipped where those are missing: a trainer step's advantages,
+a tiny Qwen2 with a chat template built here (the rendered prompt, two training steps on the maze, a budget or a
+context too small, LoRA), and the toy end to end."""
 import importlib.util
+import json
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -18,12 +24,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "examples", "trl_vpo.py")
 sys.path.insert(0, ROOT)
 import vpo  # noqa: E402
+from tasks import get_task  # noqa: E402
 from tasks.tokenizer import SEP  # noqa: E402
 from tasks.toy import ToyProblem, ToyTask  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("trl_vpo", SCRIPT)
 trl_vpo = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(trl_vpo)  # imports no trl: that happens in main() and build_trainer()
+trl_tasks = trl_vpo.trl_tasks
 
 VECTORS = {"left": (1.0, 0.0), "right": (0.0, 1.0), "middle": (0.6, 0.6)}  # the toy's r(y), written out again
 COMPLETIONS = [f"left {SEP} right", f"right{SEP}left", f"middle {SEP} middle", "left", "", f"junk {SEP} right",
@@ -36,6 +44,14 @@ def run_script(args, shim=""):
             f"runpy.run_path({SCRIPT!r}, run_name='__main__')")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+
+
+def one_error_line(p):
+    """The stderr of a run that must have failed with one line and exit code 2."""
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and p.stdout == "" and len(lines) == 1 and lines[0].startswith("error: "), \
+        (p.returncode, p.stdout[-500:], p.stderr[-2000:])
+    return lines[0]
 
 
 def brute_force(completion, weights, m):
@@ -54,20 +70,46 @@ def batch(prompt_ids=(11, 12)):
     return prompts, COMPLETIONS * len(prompt_ids), [i for i in prompt_ids for _ in COMPLETIONS]
 
 
-# --- without TRL --------------------------------------------------------------------------------------------------
+def as_tags(completion):
+    """A completion of the task's format written as a pretrained model is asked to: numbered tags, with prose."""
+    answers = completion.split(SEP)
+    return "Here they are:\n" + "".join(f"<answer{j}> {a} </answer{j}>\n" for j, a in enumerate(answers, 1)) + "Done."
+
+
+# --- without TRL: the command line --------------------------------------------------------------------------------
 
 def test_without_trl_the_script_prints_one_line_and_exits_2():
     """`import trl` fails (a None in sys.modules, as where trl is not installed): one line naming the install."""
-    p = run_script(["--steps", "1"], shim="sys.modules['trl'] = None")
-    lines = p.stderr.strip().splitlines()
-    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "pip install trl" in lines[0], lines
+    line = one_error_line(run_script(["--steps", "1"], shim="sys.modules['trl'] = None"))
+    assert "pip install trl" in line, line
+
+
+def test_lora_without_peft_is_one_line_naming_peft():
+    line = one_error_line(run_script(["--lora", "8", "--steps", "1"], shim="sys.modules['peft'] = None"))
+    assert "peft" in line and "pip install" in line, line
+
+
+def test_help_lists_the_model_the_task_and_lora():
+    p = run_script(["--help"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    for flag in ("--model", "--task", "--task_opt", "--lora", "--max_completion_length", "--eval_temperature"):
+        assert re.search(rf"(?<![\w-]){flag}(?![\w-])", p.stdout), flag
 
 
 @pytest.mark.parametrize("args, words", [(["--num_answers", "0"], "--num_answers"),
                                          (["--algo", "grpo", "--num_answers", "2"], "grpo"),
                                          (["--minibatches", "3"], "--minibatches"),
-                                         (["--steps", "x"], "--steps"), (["--n_embd", "63"], "--n_embd")])
+                                         (["--steps", "x"], "--steps"), (["--n_embd", "63"], "--n_embd"),
+                                         (["--task", "chess"], "chess"),
+                                         (["--task", "nosuchmodule:Task"], "nosuchmodule"),
+                                         (["--task", "maze", "--task_opt", "size"], "--task_opt"),
+                                         (["--task", "maze", "--task_opt", "design=round"], "design"),
+                                         (["--model", "/no/such/model"], "/no/such/model"),
+                                         (["--model", "./no-such-dir"], "no-such-dir"),
+                                         (["--lora", "0"], "--lora"),
+                                         (["--eval_ks", "2,3"], "multiple of m = 2"),
+                                         (["--eval_ks", "64"], "at most the 32 answers"),
+                                         (["--eval_ks", "a,b"], "--eval_ks")])
 def test_a_mistake_on_the_command_line_is_one_line_and_exit_2(args, words, capsys):
     assert trl_vpo.main(args) == 2
     out, err = capsys.readouterr()
@@ -75,11 +117,27 @@ def test_a_mistake_on_the_command_line_is_one_line_and_exit_2(args, words, capsy
     assert out == "" and len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], err
 
 
+@pytest.mark.parametrize("args, words", [(["--task", "nosuchmodule:Task"], "nosuchmodule"),
+                                         (["--model", "/no/such/model"], "/no/such/model")])
+def test_mistakes_are_found_before_trl_or_transformers_is_imported(args, words):
+    """Where neither can be imported, a mistake is still reported as itself: it is found first."""
+    line = one_error_line(run_script(args, shim="sys.modules['trl'] = sys.modules['transformers'] = None"))
+    assert words in line and "pip install" not in line, line
+
+
+def test_a_directory_that_holds_no_model_is_refused(tmp_path, capsys):
+    (tmp_path / "weights.bin").write_bytes(b"")
+    assert trl_vpo.main(["--model", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+# --- without TRL: the rewards -------------------------------------------------------------------------------------
+
 def test_the_rewards_are_the_set_rewards_of_vpo():
     """What the function hands TRL is vpo.set_rewards on Task.score_rollouts' answers, under the weights it drew,
     and equals a brute force over the answers (repeats once, missing and junk zero, answers past m ignored)."""
     task, m = ToyTask(), 2
-    reward = trl_vpo.SetReward(task, m, num_weights=50, seed=1)
+    reward = trl_vpo.SetReward(task, m, ToyProblem, num_weights=50, seed=1)
     prompts, completions, ids = batch()
     out = reward(prompts, completions, problem_id=ids, trainer_state=SimpleNamespace(global_step=7))
     W = reward.last_weights                                                          # (16, N, D)
@@ -94,7 +152,7 @@ def test_the_rewards_are_the_set_rewards_of_vpo():
 
 
 def test_grpo_rewards_the_first_answer_with_the_deployment_weights():
-    reward = trl_vpo.SetReward(ToyTask(), 1, algo="grpo")
+    reward = trl_vpo.SetReward(ToyTask(), 1, ToyProblem, algo="grpo")
     out = reward(["p"] * 4, ["middle", "left", f"left {SEP} middle", "up"], problem_id=[1] * 4)
     assert out == pytest.approx([0.6, 0.5, 0.5, 0.0]) and reward.last_weights is None
 
@@ -102,7 +160,7 @@ def test_grpo_rewards_the_first_answer_with_the_deployment_weights():
 def test_the_weights_are_shared_by_a_group_even_across_calls_and_differ_across_groups_and_steps():
     """Every completion of a group is scored under the same N weights, also when the group is cut across two calls
     (two processes each holding part of it); another prompt or another step has other weights."""
-    reward = trl_vpo.SetReward(ToyTask(), 2, num_weights=50, seed=1)
+    reward = trl_vpo.SetReward(ToyTask(), 2, ToyProblem, num_weights=50, seed=1)
     prompts, completions, ids = batch()
     G, step = len(COMPLETIONS), SimpleNamespace(global_step=7)
     out = reward(prompts, completions, problem_id=ids, trainer_state=step)
@@ -119,6 +177,150 @@ def test_the_weights_are_shared_by_a_group_even_across_calls_and_differ_across_g
     assert torch.allclose(W.sum(-1), torch.ones(2 * G, W.shape[1])) and (W >= 0).all()           # on the simplex
 
 
+def test_conversations_in_the_tag_format_get_the_rewards_of_the_same_answers_in_the_task_format():
+    """A chat model's prompts and completions reach the reward function as conversations, its answers between tags:
+    the rewards are those of the same answers joined by <|sep|>, and a group's weights are still shared across two
+    calls (they hang on the conversation's text, the same in every process)."""
+    task, m, G = ToyTask(), 2, len(COMPLETIONS)
+    prompts, completions, ids = batch()
+    chats = [[{"role": "user", "content": p}] for p in prompts]
+    said = [[{"role": "assistant", "content": as_tags(c)}] for c in completions]
+    tags = trl_vpo.SetReward(task, m, ToyProblem, num_weights=50, seed=1, to_task=trl_tasks.TagFormat().to_task)
+    step = SimpleNamespace(global_step=3)
+    out = tags(chats, said, problem_id=ids, trainer_state=step)
+    W = tags.last_weights                                                            # (2G, N, D)
+    for i in range(len(out)):   # the same answers in the task's format, under the same weights
+        r, mask = task.score_rollouts(ToyProblem(ids[i]), [completions[i]], m)
+        R = vpo.set_rewards(torch.from_numpy(r)[None], torch.from_numpy(mask)[None], W[i:i + 1])
+        assert out[i] == pytest.approx(float(R[0, 0]), abs=1e-6)
+        assert out[i] == pytest.approx(brute_force(completions[i], W[i], m), abs=1e-6)
+    assert out[0] > 0.6 and out[2] == pytest.approx(0.6) and out[4] == 0.0 and out[7] == 0.0
+    assert all(torch.equal(W[i], W[0]) for i in range(G)) and not torch.allclose(W[0], W[G])
+    assert torch.equal(W[0], tags.weights(3, chats[0])[0])
+    cut = G // 2 + 1
+    head = tags(chats[:cut], said[:cut], problem_id=ids[:cut], trainer_state=step)
+    tail = tags(chats[cut:], said[cut:], problem_id=ids[cut:], trainer_state=step)
+    assert head + tail == pytest.approx(out, rel=1e-6)
+
+
+# --- without TRL: the tag format, the room, the evaluation --------------------------------------------------------
+
+def test_the_tag_format_maps_back_to_the_task_format():
+    """The contents of the first m complete tag pairs, in order, joined by <|sep|>: prose outside the tags, a tag
+    left open, a pair whose numbers differ and answers past m are no answers; a separator spelled inside an answer
+    cannot split it."""
+    to_task = trl_tasks.TagFormat().to_task
+    text = ("Sure! Three routes:\n<answer1>RRDD</answer1>\nand <answer2> DDRR </answer2>\n<answer3>UU</answer3>\n"
+            "<answer4>LL</answer4>")
+    assert to_task(text, 3) == f"RRDD{SEP}DDRR{SEP}UU"
+    assert get_task("maze").parse(to_task(text, 3), 3) == ["RRDD", "DDRR", "UU"]
+    assert to_task(text, 2) == f"RRDD{SEP}DDRR"
+    assert to_task("<answer1>RR</answer2><answer2>DD</answer2><answer3>LL", 3) == "DD"  # mismatched and open
+    assert to_task(f"<answer1>left{SEP}right</answer1>", 2) == "left right"               # one answer, junk
+    assert to_task("<answer>left</answer><answer>right</answer>", 2) == f"left{SEP}right"   # unnumbered: in order
+    assert to_task("left\nright", 2) == "" and ToyTask().parse(to_task("no tags at all", 2), 2) == ["", ""]
+    assert to_task("<answer1>multi\nline</answer1>", 1) == "multi\nline"
+
+
+def test_the_tag_format_round_trips_the_demonstrations():
+    """Every demonstration of every task, written in the tag format, parses back to the demonstration's answers."""
+    fmt, rng = trl_tasks.TagFormat(), np.random.default_rng(0)
+    for name in ("toy", "maze", "code"):
+        task = get_task(name)
+        for problem in task.problems("train", 8, seed=1):
+            demo = task.demonstration(problem, 3, rng)
+            written = "".join(fmt.answer_texts(demo.split(SEP)))
+            assert task.parse(fmt.to_task(written, 3), 3) == task.parse(demo, 3)
+
+
+def test_the_prompts_ask_for_m_answers_in_tags_and_show_the_task():
+    task, fmt = get_task("maze"), trl_tasks.TagFormat()
+    problem = task.problems("test", 1, seed=0)[0]
+    text = fmt.prompt_text(task, problem, 3)
+    assert task.prompt(problem, 3).rstrip() in text and f"first {problem.budget} moves" in text
+    assert "3 genuinely different" in text and "<answer3>...</answer3>" in text and "<answer4>" not in text
+    assert trl_tasks.render_prompt(fmt, task, problem, 3, chat=True) == [{"role": "user", "content": text}]
+    assert trl_tasks.render_prompt(fmt, task, problem, 3, chat=False) == text
+    native = trl_tasks.NativeFormat()
+    assert trl_tasks.render_prompt(native, task, problem, 3, chat=False) == task.prompt(problem, 3)
+    assert trl_tasks.prompt_key([{"role": "user", "content": text}]) == f"user: {text}"
+
+
+def test_the_room_of_an_answer_is_measured_on_the_demonstrations():
+    """One token a byte, the native format gives every task its own answer_tokens (the longest demonstration answer,
+    its end and the task's slack); the tag format adds the tags and the newline: on the toy, the longest answer
+    '<answer2>middle</answer2>\\n' is 26 characters, so 2 answers need 2 x 26 + 1 (the end of the turn) = 53."""
+    count = lambda text: len(text.encode())  # noqa: E731
+    for name in ("toy", "maze", "code"):
+        task = get_task(name)
+        room, (longest, slack) = trl_tasks.answer_room(task, trl_tasks.NativeFormat(), count, 3)
+        assert room == task.answer_tokens and room == longest + slack, name
+    toy = get_task("toy")
+    room, parts = trl_tasks.answer_room(toy, trl_tasks.TagFormat(), count, 2)
+    assert (room, parts) == (26, (26, 0)) and trl_tasks.completion_budget(trl_tasks.TagFormat(), room, 2) == 53
+    wider = get_task("toy", answer_tokens=12)   # 5 bytes of room beyond the longest answer and its end
+    assert trl_tasks.answer_room(wider, trl_tasks.TagFormat(), count, 2)[0] == 31
+    assert trl_tasks.completion_budget(trl_tasks.NativeFormat(), 7, 3) == 21
+
+
+def test_the_evaluation_by_hand_on_fixed_completions():
+    """The toy, m = 2, two completions of one problem: {left, right} and {middle, middle} (a repeat).
+    Deployment scores (w* = (1/2, 1/2)): 0.5 and 0.5 | 0.6 (the repeat masked out, but a slot of the pool).
+      best@2 (one whole completion): (0.5 + 0.6) / 2 = 0.55; best@4 = 0.6.
+      pooled best@1 = mean of the slots (0.5, 0.5, 0.6, 0.6) = 0.55; pooled best@2 = 0.6 (1 - 1/6) + 0.5 / 6.
+      pass@k (solved: w*ᵀr >= 0.6, the compromise): pass@2 = 1/2 = metrics.pass_at_k(2, 1, 1); pass@4 = 1.
+      E_w[best@2] under the weights (1, 0) and (0, 1): the completions score 1 and 0.6 under either, so 0.8.
+      diversity of the valid answers (1, 0), (0, 1), (0.6, 0.6): L1 distances 2, 1, 1, mean 4/3.
+      deploy reward: mean over slots 0.55; distinct 3 answers / 4 slots; valid 4 / 4."""
+    from metrics import pass_at_k
+    task, m = ToyTask(), 2
+    texts = [as_tags(f"left{SEP}right"), as_tags(f"middle{SEP}middle")]
+    mapped = [trl_tasks.TagFormat().to_task(t, m) for t in texts]
+    weights = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    metrics = trl_tasks.evaluate_texts(task, [ToyProblem(5)], mapped, m, trl_tasks.eval_ks(m, 4), weights, 0.7)
+    assert trl_tasks.eval_ks(m, 4) == [2, 4] and trl_tasks.eval_ks(1, 96) == [1, 2, 4, 8, 16]
+    assert metrics["best@k"] == pytest.approx({2: 0.55, 4: 0.6})
+    assert metrics["pooled_best@k"] == pytest.approx({1: 0.55, 2: 0.6 * 5 / 6 + 0.5 / 6, 4: 0.6})
+    assert metrics["pass@k"] == pytest.approx({2: pass_at_k(2, 1, 1), 4: 1.0}) and pass_at_k(2, 1, 1) == 0.5
+    assert metrics["E_w[best@k]"] == pytest.approx({2: 0.8, 4: 1.0})
+    assert metrics["diversity"] == pytest.approx(4 / 3)
+    assert metrics["deploy_reward"] == pytest.approx(0.55) and metrics["distinct_rate"] == 0.75
+    assert metrics["valid_rate"] == 1.0 and "pass_target@k" not in metrics
+    assert (metrics["problems"], metrics["answers_per_problem"], metrics["m"]) == (1, 4, 2)
+
+
+def test_the_evaluation_is_evaluate_py_on_the_same_completions(monkeypatch):
+    """evaluate.evaluate, its sampler replaced by fixed completions, gives the numbers evaluate_texts gives: every
+    metric both report, on the code task (pass_target@k and pass_hidden@k too) and on the maze."""
+    import evaluate
+    for name, m in (("code", 2), ("maze", 3)):
+        task = get_task(name)
+        problems = task.problems("test", 3, seed=0)
+        rng = np.random.default_rng(1)
+        texts = []
+        for p in problems:   # 4 completions a problem: demonstrations, a repeat, a missing answer, junk
+            demos = [task.demonstration(p, m, rng) for _ in range(2)]
+            first = demos[0].split(SEP)
+            texts += demos + [SEP.join([first[0], first[0]]), SEP.join(["", "junk"] + first[2:])]
+
+        def fake_rollout(model, task_, batch, m_, n_roll, temperature, **_):
+            rows = [texts[problems.index(p) * 4:(problems.index(p) + 1) * 4] for p in batch]
+            scored = [task_.score_rollouts(p, r, m_) for p, r in zip(batch, rows)]
+            return (None, None, [t for r in rows for t in r], torch.from_numpy(np.stack([s[0] for s in scored])),
+                    torch.from_numpy(np.stack([s[1] for s in scored])))
+        monkeypatch.setattr(evaluate, "rollout", fake_rollout)
+        ks = trl_tasks.eval_ks(m, 4 * m)
+        theirs, _ = evaluate.evaluate(torch.nn.Linear(1, 1), task, problems, m, ks, answers_per_problem=4 * m)
+        ours = trl_tasks.evaluate_texts(task, problems, texts, m, ks, trl_tasks.eval_weights(task), 0.7)
+        shared = set(ours) & set(theirs)
+        assert shared >= {"best@k", "pooled_best@k", "pass@k", "E_w[best@k]", "diversity", "deploy_reward"}
+        if name == "code":
+            assert {"pass_target@k", "pass_hidden@k"} <= shared
+        assert max(theirs["pooled_best@k"].values()) > 0
+        for key in sorted(shared):
+            assert json.dumps(ours[key], sort_keys=True) == json.dumps(theirs[key], sort_keys=True), (name, key)
+
+
 # --- with TRL -----------------------------------------------------------------------------------------------------
 
 def need_trl():
@@ -127,14 +329,52 @@ def need_trl():
     pytest.importorskip("datasets")
 
 
+def parse(argv):
+    return trl_vpo.check_args(trl_vpo.get_parser().parse_args(argv))
+
+
+def tiny_qwen(path, context=2048, weights=True):
+    """A Qwen2 causal LM of 2 layers, 32 wide, random weights, and a byte-level tokenizer without merges (one token a
+    byte, as Qwen2Tokenizer reads it back) with a chat template in Qwen's style (<|im_start|>role ... <|im_end|>, the
+    end of turn as EOS), both built here and saved to path."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    special = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+    vocab = {t: i for i, t in enumerate(special + tuple(sorted(pre_tokenizers.ByteLevel.alphabet())))}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens([AddedToken(t, special=True) for t in special])
+    tk = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<|endoftext|>", eos_token="<|im_end|>")
+    tk.chat_template = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+                        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(
+        vocab_size=len(tk), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=context, tie_word_embeddings=True,
+        eos_token_id=tk.eos_token_id, pad_token_id=tk.pad_token_id))
+    tk.save_pretrained(path)
+    if weights:
+        model.save_pretrained(path)
+    else:
+        model.config.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    need_trl()
+    return tiny_qwen(tmp_path_factory.mktemp("tiny-qwen2"))
+
+
 def test_trl_advantages_are_vpo_advantages_up_to_the_std_convention(tmp_path):
     """One generation batch through a real GRPOTrainer (2 prompts x 8 completions, 2 updates). TRL hands the reward
     function each group adjacent; the advantages it then computes, read from the inputs of its compute_loss, are
     VPO's up to the std: A_TRL (std_1 + 1e-4) = R - mean_group R = A_VPO (std_0 + 1e-6), std_1 the group's sample
     std (ddof 1, TRL's nanstd), std_0 its population std (ddof 0, vpo.group_normalize)."""
     need_trl()
-    args = trl_vpo.check_args(trl_vpo.get_parser().parse_args(
-        ["--steps", "1", "--prompts", "2", "--group", "8", "--minibatches", "2", "--seed", "3"]))
+    args = parse(["--steps", "1", "--prompts", "2", "--group", "8", "--minibatches", "2", "--seed", "3"])
+    run = trl_vpo.prepare(args)
     calls = []
 
     class Recorded(trl_vpo.SetReward):
@@ -144,8 +384,10 @@ def test_trl_advantages_are_vpo_advantages_up_to_the_std_convention(tmp_path):
                               problem_id=kw["problem_id"], step=kw["trainer_state"].global_step))
             return out
 
-    task, m, G = ToyTask(), 2, 8
-    trainer, tk, _ = trl_vpo.build_trainer(args, Recorded(task, m, num_weights=100, seed=3), str(tmp_path))
+    task, m, G = run.task, 2, 8
+    reward = Recorded(task, m, run.problems.__getitem__, num_weights=100, seed=3)
+    trainer = trl_vpo.build_trainer(args, run, reward, str(tmp_path))
+    tk = run.tk
     rows = []
     compute_loss = trainer.compute_loss
 
@@ -163,7 +405,7 @@ def test_trl_advantages_are_vpo_advantages_up_to_the_std_convention(tmp_path):
     assert call["prompts"] == [p for p in distinct for _ in range(G)]                # groups adjacent, B = 2
     # VPO's side, from the recorded completions and the weights of each group
     groups = [slice(b * G, (b + 1) * G) for b in range(len(distinct))]
-    r, mask = zip(*(task.score_rollouts(ToyProblem(call["problem_id"][g.start]), call["completions"][g], m)
+    r, mask = zip(*(task.score_rollouts(run.problems[call["problem_id"][g.start]], call["completions"][g], m)
                     for g in groups))
     r, mask = torch.from_numpy(np.stack(r)), torch.from_numpy(np.stack(mask))          # (B, G, m, D), (B, G, m)
     w = torch.cat([trainer.reward_funcs[0].weights(call["step"], p) for p in distinct])               # (B, N, D)
@@ -183,10 +425,145 @@ def test_trl_advantages_are_vpo_advantages_up_to_the_std_convention(tmp_path):
     assert a_trl == pytest.approx(float(A_vpo[b, g]) * (7 / 8) ** 0.5, rel=1e-2)
 
 
+def test_a_chat_model_gets_a_conversation_rendered_with_its_template(qwen_dir):
+    """With a tokenizer that has a chat template, the dataset's prompts are conversations of one user message (the
+    task explained, its prompt, the tags asked for), and their ids are the template applied, generation prompt
+    included; the budget is m rooms measured in this tokenizer's tokens (one a byte) and the end of the turn."""
+    args = parse(["--model", qwen_dir, "--task", "maze", "--num_answers", "3", "--steps", "2", "--prompts", "2"])
+    run = trl_vpo.prepare(args)
+    assert run.chat and run.fmt.name == "tags" and len(run.prompts) == 4
+    task, problem, prompt = run.task, run.problems[0], run.prompts[0]
+    assert prompt == [{"role": "user", "content": trl_tasks.TagFormat().prompt_text(task, problem, 3)}]
+    text = run.tk.decode(trl_vpo.prompt_ids(run.tk, prompt))
+    assert text == f"<|im_start|>user\n{prompt[0]['content']}<|im_end|>\n<|im_start|>assistant\n"
+    assert task.prompt(problem, 3).rstrip() in text and "<answer3>...</answer3>" in text
+    room = trl_tasks.answer_room(task, trl_tasks.TagFormat(), len, 3)[0]      # bytes = tokens here
+    assert (run.room, run.budget) == (room, 3 * room + 1) and run.budget < run.context == 2048
+
+
+def test_two_training_steps_on_the_maze_with_a_chat_model(qwen_dir, tmp_path):
+    """The tiny Qwen2 trains two steps of VPO on the maze through GRPOTrainer. TRL generates from the rendered
+    conversation (the prompt ids of its loss are the template applied) and hands the reward function conversations
+    and assistant messages. Half the completions are replaced by a demonstration of their maze written in tags (a
+    random model writes no route), so the rewards, the set rewards of the tags mapped to the task's format, are not
+    all zero, and the policy gradient moves the weights. Then the evaluation samples the held-out mazes."""
+    args = parse(["--model", qwen_dir, "--task", "maze", "--steps", "2", "--prompts", "2", "--group", "4",
+                  "--minibatches", "2", "--lr", "1e-2", "--eval_prompts", "2", "--eval_samples", "2"])
+    run = trl_vpo.prepare(args)
+    task, m, tk, calls = run.task, run.m, run.tk, []
+    trainer = trl_vpo.build_trainer(args, run, None, str(tmp_path))
+    reward = trainer.reward_funcs[0]                                    # the example's own SetReward
+
+    def recorded(prompts, completions, **kw):
+        out = reward(prompts, completions, **kw)
+        calls.append((prompts, completions, kw["problem_id"], kw["trainer_state"].global_step, out))
+        return out
+    trainer.reward_funcs[0] = recorded
+    model, rng = trainer.model, np.random.default_rng(0)
+    generate = model.generate
+
+    def scripted(input_ids, attention_mask, **kw):
+        out = generate(input_ids=input_ids, attention_mask=attention_mask, **kw)
+        P = input_ids.shape[1]
+        for i in range(0, len(out), 2):   # row i answers prompt i (TRL repeats them) or i // K (num_return_sequences)
+            src = i * len(input_ids) // len(out)
+            prompt = tk.decode(input_ids[src][attention_mask[src].bool()])
+            problem = next(p for p in run.problems if p.grid in prompt)
+            text = "".join(run.fmt.answer_texts(task.demonstration(problem, m, rng).split(SEP)))
+            ids = tk(text, add_special_tokens=False)["input_ids"] + [tk.eos_token_id]
+            assert len(ids) <= run.budget
+            if P + len(ids) > out.shape[1]:
+                out = torch.cat([out, out.new_full((len(out), P + len(ids) - out.shape[1]), tk.pad_token_id)], 1)
+            out[i, P:] = tk.pad_token_id
+            out[i, P:P + len(ids)] = torch.tensor(ids)
+        return out
+    model.generate = scripted
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    seen = []
+    compute_loss = trainer.compute_loss
+
+    def capture(model, inputs, *a, **kw):
+        seen.extend(tk.decode(p[pm.bool()]) for p, pm in zip(inputs["prompt_ids"], inputs["prompt_mask"]))
+        return compute_loss(model, inputs, *a, **kw)
+    trainer.compute_loss = capture
+    trainer.train()
+    assert trainer.state.global_step == 2 * args.minibatches and len(calls) == 2
+    templated = {tk.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in run.prompts}
+    assert len(seen) == 2 * 2 * 4 and set(seen) <= templated
+    for prompts, completions, ids, step, out in calls:
+        assert all(isinstance(p, list) and p[0]["role"] == "user" for p in prompts)
+        assert all(c[0]["role"] == "assistant" and isinstance(c[0]["content"], str) for c in completions)
+        texts = [run.fmt.to_task(c[0]["content"], m) for c in completions]
+        for g in (slice(0, 4), slice(4, 8)):   # the call's two groups
+            r, mask = task.score_rollouts(run.problems[ids[g.start]], texts[g], m)
+            R = vpo.set_rewards(torch.from_numpy(r)[None], torch.from_numpy(mask)[None],
+                                reward.weights(step, prompts[g.start]))[0]
+            assert out[g] == pytest.approx(R.tolist())
+            assert max(out[g]) > 0.2 and min(out[g]) == 0.0                 # demonstrations against random text
+    assert [c[3] for c in calls] == [0, args.minibatches]
+    moved = max(float((model.state_dict()[k] - v).abs().max()) for k, v in before.items())
+    assert moved > 1e-3, moved                      # Adam's steps of about lr; weight decay alone moves < 1e-5
+    run.problems = run.problems + run.eval_problems   # the scripted rows of the evaluation: its mazes' demonstrations
+    texts = trl_vpo.sample_completions(model.eval(), args, run)                  # 2 held-out mazes x 2 samples
+    assert len(texts) == 4 and SEP in texts[0] and "<answer" not in texts[0]    # mapped to the task's format
+    metrics = trl_tasks.evaluate_texts(task, run.eval_problems, texts, m, [2, 4], trl_tasks.eval_weights(task), 0.7)
+    assert set(metrics["best@k"]) == {2, 4} and metrics["answers_per_problem"] == 4
+    assert metrics["pooled_best@k"][4] > 0 and 0 < metrics["valid_rate"] <= 0.5
+
+
+def test_m_answers_that_do_not_fit_are_refused_before_the_model_loads(tmp_path, capsys):
+    """A saved model without its weights: the budget and the context are checked on the tokenizer and the config
+    alone, so the run stops with one line and exit 2 before loading any weights (there are none to load)."""
+    need_trl()
+    path = tiny_qwen(tmp_path / "short", context=256, weights=False)
+
+    def error(argv):
+        assert trl_vpo.main(argv) == 2
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert out == "" and len(lines) == 1 and lines[0].startswith("error: "), (out, err)
+        return lines[0]
+    line = error(["--model", path, "--task", "maze", "--num_answers", "3", "--max_completion_length", "50"])
+    assert "--max_completion_length 50" in line and "3 answers need" in line, line
+    line = error(["--model", path, "--task", "maze", "--num_answers", "3"])
+    assert "context of 256 tokens" in line, line
+    fits = tiny_qwen(tmp_path / "long", context=4096, weights=False)
+    line = error(["--model", fits, "--task", "maze", "--num_answers", "3", "--steps", "1"])
+    assert "cannot load it as a causal LM" in line, line                        # past the checks: no weights
+
+
+def test_lora_trains_an_adapter_and_saves_it(qwen_dir, tmp_path):
+    pytest.importorskip("peft")
+    p = run_script(["--model", qwen_dir, "--task", "code", "--lora", "4", "--steps", "1", "--prompts", "2",
+                    "--group", "4", "--eval_prompts", "1", "--eval_samples", "2", "--out_dir", str(tmp_path)])
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "(LoRA rank 4)" in p.stdout and "pass_target@k" in p.stdout
+    assert os.path.isfile(tmp_path / "final" / "adapter_config.json")
+
+
 def test_the_example_runs_end_to_end_and_prints_what_it_learned():
     need_trl()
     p = run_script(["--steps", "2", "--log_every", "1", "--eval_prompts", "2", "--eval_samples", "4"])
     assert p.returncode == 0, p.stderr[-3000:]
     lines = p.stdout.strip().splitlines()
     assert lines[0].startswith("VPO m=2 through TRL") and "step    2: mean reward" in p.stdout
+    assert "best@k pooled" in p.stdout and "E_w[best@k]" in p.stdout
     assert lines[-1].startswith("VPO  m=2: learns ") and "E_w[max over its answers]" in lines[-1]
+
+
+def test_zero_steps_evaluate_the_model_as_loaded(capsys):
+    """--steps 0: no trainer; the table of the model as loaded (the base), at the k's asked for."""
+    need_trl()
+    assert trl_vpo.main(["--steps", "0", "--eval_prompts", "2", "--eval_samples", "3", "--eval_ks", "2,6"]) == 0
+    out = capsys.readouterr().out
+    assert "trained in" not in out and "step " not in out
+    header = next(line for line in out.splitlines() if line.startswith("base "))
+    assert header.split() == ["base", "k=1", "k=2", "k=6"], header
+
+
+def test_the_toy_learns_its_corners_with_the_default_model():
+    """The default run (100 steps, the tiny GPT-2): the set written most often is the two corners."""
+    need_trl()
+    p = run_script([])
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip().splitlines()[-1].startswith("VPO  m=2: learns left (1, 0), right (0, 1)"), p.stdout

@@ -1,0 +1,230 @@
+"""
+The repository's tasks for a pretrained model in TRL (examples/trl_vpo.py): the prompt the model reads, the format
+it writes its m answers in and how that maps back to the task's, the room of a completion, and the evaluation of
+its samples with evaluate.py's metrics. Plain Python and torch, no TRL: a tokenizer is passed in where one is needed.
+
+Two answer formats. NativeFormat is the task's own: the prompt is Task.prompt and the m answers are joined by the
+separator <|sep|>, which the example's own tokenizers hold as a token (the tiny GPT-2 built in place). TagFormat is
+for a pretrained model, which has no <|sep|> token and has never seen one: the prompt explains the task and asks
+for each answer between its own numbered tags,
+
+    <answer1>RRDDRRRUURRDDRDDDDDD</answer1>
+    <answer2>RDDDDDRDDDLRRRRRRR</answer2>
+
+and to_task maps that back to the task's format before Task.parse and Task.score_rollouts see it: the contents of
+the first m complete tag pairs, in the order written, joined by <|sep|>. Text outside the tags is ignored; a tag
+left open (a completion cut by its budget) is no answer; a separator the model spells inside an answer becomes a
+space, so that it cannot split one answer into two. The authors' maze prompt also asks for "m genuinely different
+routes", each in its own tag (docs/paper.md, "Tasks").
+
+The room (answer_room). train.py gives each answer its own room of Task.answer_tokens tokens of our byte-level
+tokenizer. A real tokenizer's tokens are not bytes, so the room is measured in the model's tokens on the task's
+demonstrations: the most tokens any demonstration answer takes in the model's format (with its tags and newline,
+or its closing separator), over the demonstrations of ROOM_PROBLEMS training problems, plus the task's own slack
+beyond its longest demonstration answer (answer_tokens minus that answer's bytes and its end), one token per byte.
+The completion's budget is m rooms, and one token for the end of the turn in the tag format. TRL has one budget
+for the whole completion, not a room per answer (docs/trl.md, "No room per answer in TRL").
+
+The evaluation (evaluate_texts) scores m-answer completions of held-out problems with the metrics of
+evaluate.evaluate, computed the same way from the same metrics.py functions: best@k over whole rollouts and over
+the authors' pool, pass@k, pass_target@k and pass_hidden@k where the task has them, E_w[best@k] under 256 weights
+seeded as evaluate.py seeds them, diversity, deploy reward, distinct and valid rates, Pareto, the dimensions.
+"""
+import re
+
+import numpy as np
+import torch
+
+import vpo
+from metrics import best_at_k, dimension_geometry, diversity, expected_best_at_k, pareto_metrics, within_covariance
+from sample import slot_rewards
+from tasks import Task
+from tasks.code import X_MAX, CodeTask
+from tasks.maze import MazeTask
+from tasks.tokenizer import SEP
+from tasks.toy import ToyTask
+
+ROOM_PROBLEMS = 64          # training problems whose demonstrations size an answer's room
+TAG = re.compile(r"<answer(\d*)>(.*?)</answer\1>", re.S)   # one answer: its number (or none) and its content
+
+BONUS = {"linear": "floor", "convex_bonus": "bonus tile (entering it before E raises the item rewards)"}
+
+
+def task_instructions(task, problem, m):
+    """What an instruction model must know to answer one of our tasks (Task.prompt follows it). A task defined
+    elsewhere may define instructions(problem, m) -> str; else it is told nothing beyond its prompt."""
+    own = getattr(task, "instructions", None)
+    if callable(own):
+        return own(problem, m)
+    if isinstance(task, ToyTask):
+        return "Name words from left, right and middle."
+    if isinstance(task, MazeTask):
+        return (f"Below is a maze, one row per line: # wall, . floor, S start, E exit, G gold, * diamond, ~ lava, "
+                f"+ {BONUS[task.reward]}. A route is a string of the moves U, D, L and R (up, down, left, right) "
+                f"walked from S. A move into a wall stays in place. Only the first {problem.budget} moves of a route "
+                f"count. A route earns nothing unless it reaches E; then it earns for the gold and the diamonds it "
+                f"enters and loses for the lava it enters.")
+    if isinstance(task, CodeTask):
+        return (f"Below are values f(x)=y of an unknown integer function f on the integers from -{X_MAX} to {X_MAX}. "
+                f"Write a Python expression in x that computes f. Use only integers, x, + - * // %, comparisons, and, "
+                f"or, not, 'a if c else b', abs, min and max, in at most {task.answer_tokens - 1} characters.")
+    return ""
+
+
+class NativeFormat:
+    """The task's own format: Task.prompt, answers joined by the <|sep|> token (the tokenizer must hold it)."""
+    name = "native"
+    closing = 1     # the token that closes an answer (<|sep|>, or the end after the last), not in answer_texts
+    end_tokens = 0  # the last answer's room holds the end of the completion
+
+    def prompt_text(self, task, problem, m):
+        return task.prompt(problem, m)
+
+    def answer_texts(self, answers):
+        """Each answer as the model writes it, what closes it aside."""
+        return list(answers)
+
+    def to_task(self, text, m):
+        return text
+
+
+class TagFormat:
+    """Each answer between numbered tags <answerJ>...</answerJ>, one a line; mapped back to <|sep|> by to_task."""
+    name = "tags"
+    closing = 0     # the tags and the newline close an answer, in answer_texts
+    end_tokens = 1  # the end-of-turn token after the last answer
+
+    def prompt_text(self, task, problem, m):
+        about = task_instructions(task, problem, m)
+        lines = "\n".join(f"<answer{j}>...</answer{j}>" for j in range(1, m + 1))
+        ask = (f"Write {m} genuinely different answers, each between its own numbered tags, one a line, and "
+               f"nothing else inside the tags:" if m > 1 else
+               "Write your answer between the tags, and nothing else inside them:")
+        return "\n\n".join(x for x in (about, task.prompt(problem, m).rstrip("\n"), f"{ask}\n{lines}") if x)
+
+    def answer_texts(self, answers):
+        return [f"<answer{j}>{a}</answer{j}>\n" for j, a in enumerate(answers, 1)]
+
+    def to_task(self, text, m):
+        """The model's completion -> the task's format: the first m complete tag pairs' contents joined by <|sep|>."""
+        answers = [content.replace(SEP, " ").strip() for _, content in TAG.findall(text)[:m]]
+        return SEP.join(answers)
+
+
+def render_prompt(fmt, task, problem, m, chat):
+    """The dataset's prompt: a conversation of one user message where the tokenizer has a chat template (TRL applies
+    the template only to conversational prompts), else the plain text."""
+    text = fmt.prompt_text(task, problem, m)
+    return [{"role": "user", "content": text}] if chat else text
+
+
+def prompt_key(prompt):
+    """A prompt as one string, the same in every process: its text, or a conversation's roles and contents."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"{msg['role']}: {msg['content']}" for msg in prompt)
+
+
+def completion_text(completion):
+    """What the model wrote: a plain completion, or the content of a conversational one's last message."""
+    return completion if isinstance(completion, str) else completion[-1]["content"]
+
+
+def answer_room(task, fmt, count_tokens, m, seed=0, n=ROOM_PROBLEMS):
+    """The room of one answer in the model's tokens (module docstring). count_tokens(text) -> tokens of text, no
+    special tokens added. -> (room, (longest demonstration answer's tokens, the task's slack)). ValueError where the
+    task writes no demonstration of m answers."""
+    rng = np.random.default_rng(seed)
+    most_tokens = most_bytes = 0
+    for problem in task.problems("train", n, seed=seed):
+        answers = task.demonstration(problem, m, rng).split(SEP)[:m]
+        for answer, text in zip(answers, fmt.answer_texts(answers)):
+            most_tokens = max(most_tokens, count_tokens(text) + fmt.closing)
+            most_bytes = max(most_bytes, len(answer.encode()))
+    slack = max(0, task.answer_tokens - most_bytes - 1)
+    return most_tokens + slack, (most_tokens, slack)
+
+
+def completion_budget(fmt, room, m):
+    """max_completion_length of m answers: m rooms and, in the tag format, the end of the turn."""
+    return m * room + fmt.end_tokens
+
+
+def eval_ks(m, n_answers):
+    """evaluate.py's k's (evaluate.main: m, 2m, 4m, 8m, 16m) that fit the answers sampled per problem."""
+    return [m * f for f in (1, 2, 4, 8, 16) if m * f <= n_answers]
+
+
+def eval_weights(task, seed=0, num_weights=256):
+    """The N weights of E_w[best@k], drawn as evaluate.evaluate draws them. (N, D)"""
+    return vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
+
+
+def evaluate_texts(task, problems, texts, m, ks, weights, temperature):
+    """The metrics of evaluate.evaluate on completions already written in the task's format: texts holds n
+    completions per problem, prompt-major. The per-problem numbers and their means follow evaluate.evaluate line by
+    line (its hack rates and answer pools aside). -> the metrics dict (evaluate.format_table prints it)."""
+    n_roll = len(texts) // len(problems)
+    ks = sorted({*ks, 1} if m == 1 else set(ks))
+    pooled_ks = sorted({1, *ks})
+    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
+    hidden = type(task).solved_hidden is not Task.solved_hidden
+    target = task.checks_target
+    acc, rows, dim_means, within = {}, {}, [], []
+    for i, problem in enumerate(problems):
+        out = {}
+        completions = texts[i * n_roll:(i + 1) * n_roll]
+        r, a = task.score_rollouts(problem, completions, m)
+        r, a = torch.from_numpy(r), torch.from_numpy(a)                         # (n_roll, m, D), (n_roll, m)
+        answers = [task.parse(t, m) for t in completions]
+        deploy = r @ w_star
+        solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
+                               for g in range(n_roll)])
+        for k in ks:
+            out[f"best@{k}"] = best_at_k(deploy, k, mask=a)
+            out[f"pass@{k}"] = best_at_k(solved.double(), k)
+            out[f"E_w[best@{k}]"] = expected_best_at_k(r, k, weights, mask=a)
+        slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
+        written = torch.tensor([[y != "" for y in ys] for ys in answers])
+        solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
+                                     for g in range(n_roll)])
+        for k in pooled_ks:
+            out[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
+            out[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
+        if target:
+            same = {y: task.equals_target(problem, y) for ys in answers for y in ys if y}
+            solved_t = torch.tensor([[bool(a[g, j]) and same[answers[g][j]] for j in range(m)] for g in range(n_roll)])
+            slots_t = torch.tensor([[bool(written[g, j]) and same[answers[g][j]] for j in range(m)]
+                                    for g in range(n_roll)])
+            for k in ks:
+                out[f"pass_target@{k}"] = best_at_k(solved_t.double(), k)
+            for k in pooled_ks:
+                out[f"pooled_pass_target@{k}"] = best_at_k(slots_t.double(), k, mask=written, pooled=True)
+        if hidden:
+            solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
+                                      for j in range(m)] for g in range(n_roll)])
+            for k in ks:
+                out[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
+        flat = [y for ys in answers for y in ys if y]
+        pareto = pareto_metrics(slots, mask=written)
+        row = {"diversity": diversity(r, mask=a), "deploy_reward": float((slots @ w_star).mean()),
+               "distinct_rate": len(set(flat)) / (n_roll * m), "valid_rate": len(flat) / (n_roll * m),
+               "pareto_frac": pareto["pareto_frac"], "pareto_distinct": pareto["pareto_distinct"]}
+        for key, value in out.items():
+            acc.setdefault(key, []).append(value)
+        for key, value in row.items():
+            rows.setdefault(key, []).append(value)
+        dim_means.append(pareto["dim_mean"])
+        within.append(r[a].numpy())
+    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
+               "prompt_weights": None}
+    for key in ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pass_target@k", "pooled_best@k",
+                "pooled_pass@k", "pooled_pass_target@k"):
+        k_values = pooled_ks if key.startswith("pooled") else ks
+        if ("hidden" not in key or hidden) and ("target" not in key or target):
+            metrics[key] = {k: float(np.mean(acc[key.replace("@k", f"@{k}")])) for k in k_values}
+    metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
+    metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
+    metrics["dimensions"] = dimension_geometry(within_covariance(within)[0])
+    return metrics
+
