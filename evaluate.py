@@ -78,95 +78,134 @@ def evaluate(model, task, problems, m, ks, answers_per_problem=96, temperature=0
     n_roll = math.ceil(answers_per_problem / m)
     if max(ks) > n_roll * m:
         raise ValueError(f"ks: largest k = {max(ks)} exceeds the {n_roll * m} answers sampled per problem")
-    ks = sorted({*ks, 1} if m == 1 else set(ks))      # k = 1 for single-answer models
-    pooled_ks = sorted({1, *ks})                       # the authors' pooled best@k: any k, from k = 1
-    weights_n = vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
-    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
-    hidden = _has_hidden_tests(task)
-    target = task.checks_target
+    setup = Scoring(task, m, ks, seed, num_weights)
     chunk = max(1, max_rows // n_roll)
     was_training = model.training
     model.eval()
     mine = dist.shard(len(problems))
-    records = []  # (problem index, {metric: value}) of this rank's problems
+    records = []  # (problem index, its numbers: problem_record) of this rank's problems
     for start in range(mine.start, mine.stop, chunk):
         batch = problems[start:min(start + chunk, mine.stop)]
         seeds = [step_seed(seed, start + i) for i in range(len(batch))]
         _, _, texts, rewards, mask = rollout(model, task, batch, m, n_roll, temperature, weights=weights, seeds=seeds,
                                              amp=amp)
         for i, problem in enumerate(batch):
-            acc, rows = {}, {}
-            r, a = rewards[i], mask[i]                                          # (n_roll, m, D), (n_roll, m)
-            answers = [task.parse(t, m) for t in texts[i * n_roll:(i + 1) * n_roll]]
-            deploy = r @ w_star                                                 # w*^T r per answer, 0 if masked
-            solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
-                                   for g in range(n_roll)])
-            for k in ks:
-                acc[f"best@{k}"] = best_at_k(deploy, k, mask=a)
-                acc[f"pass@{k}"] = best_at_k(solved.double(), k)
-                acc[f"E_w[best@{k}]"] = expected_best_at_k(r, k, weights_n, mask=a)
-            # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
-            slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
-            written = torch.tensor([[y != "" for y in ys] for ys in answers])
-            solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
-                                         for g in range(n_roll)])   # repeats solve too, as in the pool above
-            for k in pooled_ks:
-                acc[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
-                acc[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
-            if target:  # each distinct written answer checked once against the target
-                same = {y: task.equals_target(problem, y) for ys in answers for y in ys if y}
-                solved_t = torch.tensor([[bool(a[g, j]) and same[answers[g][j]] for j in range(m)]
-                                         for g in range(n_roll)])
-                slots_t = torch.tensor([[bool(written[g, j]) and same[answers[g][j]] for j in range(m)]
-                                        for g in range(n_roll)])
-                for k in ks:
-                    acc[f"pass_target@{k}"] = best_at_k(solved_t.double(), k)
-                for k in pooled_ks:
-                    acc[f"pooled_pass_target@{k}"] = best_at_k(slots_t.double(), k, mask=written, pooled=True)
-            if hidden:
-                solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
-                                          for j in range(m)] for g in range(n_roll)])
-                for k in ks:
-                    acc[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
-            flat = [y for ys in answers for y in ys if y]
-            hacks = hack_flags(task.hacks, problem, flat)                      # [] for a task without hacks
-            pareto = pareto_metrics(slots, mask=written)
-            rows["diversity"] = diversity(r, mask=a)
-            rows["deploy_reward"] = float((slots @ w_star).mean())
-            rows["distinct_rate"] = len(set(flat)) / (n_roll * m)
-            rows["valid_rate"] = len(flat) / (n_roll * m)
-            rows["pareto_frac"] = pareto["pareto_frac"]
-            rows["pareto_distinct"] = pareto["pareto_distinct"]
-            pool = r[a].numpy() if start + i < num_pools else None
-            counts = (int(solved.sum()), int(solved_t.sum()) if target else None)
-            records.append((start + i, acc, rows, pareto["dim_mean"], counts, pool, r[a].numpy(), hacks))
+            records.append((start + i, problem_record(setup, problem, texts[i * n_roll:(i + 1) * n_roll],
+                                                      rewards[i], mask[i])))
     model.train(was_training)
-    records = sorted(dist.gather_objects(records), key=lambda rec: rec[0])    # every problem, in order
-    acc = {key: [rec[1][key] for rec in records] for key in records[0][1]}
-    rows = {key: [rec[2][key] for rec in records] for key in records[0][2]}
-    dim_means = [rec[3] for rec in records]
-    solved_counts = [rec[4][0] for rec in records]
-    pools = [rec[5] for rec in records[:num_pools]]
-    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
-               "prompt_weights": None if weights is None else [float(w) for w in weights]}
+    records = [rec for _, rec in sorted(dist.gather_objects(records), key=lambda rec: rec[0])]   # every problem
+    metrics = summarize(setup, records, n_roll, temperature, weights, geometry)
+    return metrics, [rec["valid"] for rec in records[:num_pools]]
+
+
+class Scoring:
+    """What scoring every problem of one evaluation shares: the task, m, the k's (k = 1 added for single-answer
+    models; the pooled k's from 1), the N = num_weights weights of E_w[best@k] (drawn from seed, unless weights
+    (N, D) are given), w*."""
+    def __init__(self, task, m, ks, seed=0, num_weights=256, weights=None):
+        self.task, self.m = task, m
+        self.ks = sorted({*ks, 1} if m == 1 else set(ks))
+        self.pooled_ks = sorted({1, *self.ks})          # the authors' pooled best@k: any k, from k = 1
+        self.weights = weights if weights is not None else \
+            vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
+        self.w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
+        self.hidden = _has_hidden_tests(task)
+        self.target = task.checks_target
+
+
+def problem_record(setup, problem, texts, r, a):
+    """Every number of one problem: its completions texts (n_roll of them) with their rewards r (n_roll, m, D) and
+    answer mask a (n_roll, m) as Task.score_rollouts gives them. -> dict: acc ({metric@k: value}), rows (the
+    per-problem scalars), dim_mean, solved and solved_target (answers that solve), valid (the valid answers' reward
+    vectors), hacks (Task.hacks' flags of the written answers)."""
+    task, m, ks, pooled_ks, w_star = setup.task, setup.m, setup.ks, setup.pooled_ks, setup.w_star
+    n_roll = len(texts)
+    acc, rows = {}, {}
+    answers = [task.parse(t, m) for t in texts]
+    deploy = r @ w_star                                                 # w*^T r per answer, 0 if masked
+    solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
+                           for g in range(n_roll)])
+    for k in ks:
+        acc[f"best@{k}"] = best_at_k(deploy, k, mask=a)
+        acc[f"pass@{k}"] = best_at_k(solved.double(), k)
+        acc[f"E_w[best@{k}]"] = expected_best_at_k(r, k, setup.weights, mask=a)
+    # the authors' pool: every answer slot of every rollout, repeats scored too, a missing answer 0
+    slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
+    written = torch.tensor([[y != "" for y in ys] for ys in answers])
+    solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
+                                 for g in range(n_roll)])   # repeats solve too, as in the pool above
+    for k in pooled_ks:
+        acc[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
+        acc[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
+    solved_t = None
+    if setup.target:  # each distinct written answer checked once against the target
+        same = {y: task.equals_target(problem, y) for ys in answers for y in ys if y}
+        solved_t = torch.tensor([[bool(a[g, j]) and same[answers[g][j]] for j in range(m)] for g in range(n_roll)])
+        slots_t = torch.tensor([[bool(written[g, j]) and same[answers[g][j]] for j in range(m)]
+                                for g in range(n_roll)])
+        for k in ks:
+            acc[f"pass_target@{k}"] = best_at_k(solved_t.double(), k)
+        for k in pooled_ks:
+            acc[f"pooled_pass_target@{k}"] = best_at_k(slots_t.double(), k, mask=written, pooled=True)
+    if setup.hidden:
+        solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
+                                  for j in range(m)] for g in range(n_roll)])
+        for k in ks:
+            acc[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
+    flat = [y for ys in answers for y in ys if y]
+    pareto = pareto_metrics(slots, mask=written)
+    rows["diversity"] = diversity(r, mask=a)
+    rows["deploy_reward"] = float((slots @ w_star).mean())
+    rows["distinct_rate"] = len(set(flat)) / (n_roll * m)
+    rows["valid_rate"] = len(flat) / (n_roll * m)
+    rows["pareto_frac"] = pareto["pareto_frac"]
+    rows["pareto_distinct"] = pareto["pareto_distinct"]
+    return {"acc": acc, "rows": rows, "dim_mean": pareto["dim_mean"], "solved": int(solved.sum()),
+            "solved_target": None if solved_t is None else int(solved_t.sum()), "valid": r[a].numpy(),
+            "hacks": hack_flags(task.hacks, problem, flat)}                 # [] for a task without hacks
+
+
+def summarize(setup, records, n_roll, temperature, weights=None, geometry=None):
+    """The metrics dict of an evaluation from its problems' records (problem_record), in problem order: each
+    metric's mean over problems; weights: the prompts' weights (goal-conditioned), geometry: as evaluate's."""
+    task = setup.task
+    acc = {key: [rec["acc"][key] for rec in records] for key in records[0]["acc"]}
+    rows = {key: [rec["rows"][key] for rec in records] for key in records[0]["rows"]}
+    metrics = {"m": setup.m, "problems": len(records), "answers_per_problem": n_roll * setup.m,
+               "temperature": temperature, "prompt_weights": None if weights is None else [float(w) for w in weights]}
     for key in PER_K:  # acc holds each at every k under its name with k written in: "E_w[best@3]"
-        k_values = pooled_ks if key.startswith("pooled") else ks
-        if ("hidden" not in key or hidden) and ("target" not in key or target):
+        k_values = setup.pooled_ks if key.startswith("pooled") else setup.ks
+        if ("hidden" not in key or setup.hidden) and ("target" not in key or setup.target):
             metrics[key] = {k: float(np.mean(acc[key.replace("@k", f"@{k}")])) for k in k_values}
     metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
-    metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
-    metrics["solved_per_problem"] = solved_counts  # solved answers of each problem (which problems are hard)
-    if target:
-        metrics["solved_target_per_problem"] = [rec[4][1] for rec in records]  # answers equal to the target
-    rates = hack_rates([f for rec in records for f in rec[7]])
+    metrics["dim_means"] = dict(zip(task.objectives, np.mean([rec["dim_mean"] for rec in records], axis=0).tolist()))
+    metrics["solved_per_problem"] = [rec["solved"] for rec in records]   # solved answers of each problem
+    if setup.target:
+        metrics["solved_target_per_problem"] = [rec["solved_target"] for rec in records]  # equal to the target
+    rates = hack_rates([f for rec in records for f in rec["hacks"]])
     if rates:
         metrics["hack_rate"] = rates
     # how many directions the reward dimensions span in these answers (within problems): dim_corr, eff_rank
-    metrics["dimensions"] = dimension_geometry(within_covariance([rec[6] for rec in records])[0])
+    metrics["dimensions"] = dimension_geometry(within_covariance([rec["valid"] for rec in records])[0])
     if geometry is not None and not geometry.identity:
-        seen = [geometry.apply(torch.as_tensor(rec[6]), task.deploy_weights)[0].numpy() for rec in records]
+        seen = [geometry.apply(torch.as_tensor(rec["valid"]), task.deploy_weights)[0].numpy() for rec in records]
         metrics["dimensions_seen"] = dimension_geometry(within_covariance(seen)[0])
-    return metrics, pools
+    return metrics
+
+
+def evaluate_texts(task, problems, texts, m, ks, temperature=0.7, seed=0, num_weights=256, weights=None):
+    """evaluate's metrics of completions already written, in the task's format: texts holds the same number of
+    completions for every problem, problem after problem (temperature is only recorded; weights: those of
+    E_w[best@k], else drawn as evaluate draws them). For a sampler of one's own, e.g. another framework's model
+    (examples/trl_vpo.py)."""
+    n_roll = len(texts) // len(problems)
+    setup = Scoring(task, m, ks, seed, num_weights, weights)
+    records = []
+    for i, problem in enumerate(problems):
+        mine = texts[i * n_roll:(i + 1) * n_roll]
+        r, a = task.score_rollouts(problem, mine, m)
+        records.append(problem_record(setup, problem, mine, torch.from_numpy(r), torch.from_numpy(a)))
+    return summarize(setup, records, n_roll, temperature)
 
 
 def format_table(metrics, label=""):

@@ -25,20 +25,18 @@ beyond its longest demonstration answer (answer_tokens minus that answer's bytes
 The completion's budget is m rooms, and one token for the end of the turn in the tag format. TRL has one budget
 for the whole completion, not a room per answer (docs/trl.md, "No room per answer in TRL").
 
-The evaluation (evaluate_texts) scores m-answer completions of held-out problems with the metrics of
-evaluate.evaluate, computed the same way from the same metrics.py functions: best@k over whole rollouts and over
-the authors' pool, pass@k, pass_target@k and pass_hidden@k where the task has them, E_w[best@k] under 256 weights
-seeded as evaluate.py seeds them, diversity, deploy reward, distinct and valid rates, Pareto, the dimensions.
+The evaluation (evaluate_texts) scores m-answer completions of held-out problems with evaluate.evaluate_texts, the
+code that scores evaluate.py's own samples: best@k over whole rollouts and over the authors' pool, pass@k,
+pass_target@k and pass_hidden@k where the task has them, E_w[best@k] under 256 weights seeded as evaluate.py seeds
+them, diversity, deploy reward, distinct and valid rates, Pareto, the dimensions, the hack rates.
 """
 import re
 
 import numpy as np
 import torch
 
+import evaluate
 import vpo
-from metrics import best_at_k, dimension_geometry, diversity, expected_best_at_k, pareto_metrics, within_covariance
-from sample import slot_rewards
-from tasks import Task
 from tasks.code import X_MAX, CodeTask
 from tasks.maze import MazeTask
 from tasks.tokenizer import SEP
@@ -161,70 +159,8 @@ def eval_weights(task, seed=0, num_weights=256):
 
 
 def evaluate_texts(task, problems, texts, m, ks, weights, temperature):
-    """The metrics of evaluate.evaluate on completions already written in the task's format: texts holds n
-    completions per problem, prompt-major. The per-problem numbers and their means follow evaluate.evaluate line by
-    line (its hack rates and answer pools aside). -> the metrics dict (evaluate.format_table prints it)."""
-    n_roll = len(texts) // len(problems)
-    ks = sorted({*ks, 1} if m == 1 else set(ks))
-    pooled_ks = sorted({1, *ks})
-    w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
-    hidden = type(task).solved_hidden is not Task.solved_hidden
-    target = task.checks_target
-    acc, rows, dim_means, within = {}, {}, [], []
-    for i, problem in enumerate(problems):
-        out = {}
-        completions = texts[i * n_roll:(i + 1) * n_roll]
-        r, a = task.score_rollouts(problem, completions, m)
-        r, a = torch.from_numpy(r), torch.from_numpy(a)                         # (n_roll, m, D), (n_roll, m)
-        answers = [task.parse(t, m) for t in completions]
-        deploy = r @ w_star
-        solved = torch.tensor([[bool(a[g, j]) and task.solved(r[g, j].numpy()) for j in range(m)]
-                               for g in range(n_roll)])
-        for k in ks:
-            out[f"best@{k}"] = best_at_k(deploy, k, mask=a)
-            out[f"pass@{k}"] = best_at_k(solved.double(), k)
-            out[f"E_w[best@{k}]"] = expected_best_at_k(r, k, weights, mask=a)
-        slots = slot_rewards(r, a, answers, key=lambda y, p=problem: task.canonical(p, y))
-        written = torch.tensor([[y != "" for y in ys] for ys in answers])
-        solved_slots = torch.tensor([[bool(written[g, j]) and task.solved(slots[g, j].numpy()) for j in range(m)]
-                                     for g in range(n_roll)])
-        for k in pooled_ks:
-            out[f"pooled_best@{k}"] = best_at_k(slots @ w_star, k, mask=written, pooled=True)
-            out[f"pooled_pass@{k}"] = best_at_k(solved_slots.double(), k, mask=written, pooled=True)
-        if target:
-            same = {y: task.equals_target(problem, y) for ys in answers for y in ys if y}
-            solved_t = torch.tensor([[bool(a[g, j]) and same[answers[g][j]] for j in range(m)] for g in range(n_roll)])
-            slots_t = torch.tensor([[bool(written[g, j]) and same[answers[g][j]] for j in range(m)]
-                                    for g in range(n_roll)])
-            for k in ks:
-                out[f"pass_target@{k}"] = best_at_k(solved_t.double(), k)
-            for k in pooled_ks:
-                out[f"pooled_pass_target@{k}"] = best_at_k(slots_t.double(), k, mask=written, pooled=True)
-        if hidden:
-            solved_h = torch.tensor([[bool(solved[g, j]) and task.solved_hidden(problem, answers[g][j])
-                                      for j in range(m)] for g in range(n_roll)])
-            for k in ks:
-                out[f"pass_hidden@{k}"] = best_at_k(solved_h.double(), k)
-        flat = [y for ys in answers for y in ys if y]
-        pareto = pareto_metrics(slots, mask=written)
-        row = {"diversity": diversity(r, mask=a), "deploy_reward": float((slots @ w_star).mean()),
-               "distinct_rate": len(set(flat)) / (n_roll * m), "valid_rate": len(flat) / (n_roll * m),
-               "pareto_frac": pareto["pareto_frac"], "pareto_distinct": pareto["pareto_distinct"]}
-        for key, value in out.items():
-            acc.setdefault(key, []).append(value)
-        for key, value in row.items():
-            rows.setdefault(key, []).append(value)
-        dim_means.append(pareto["dim_mean"])
-        within.append(r[a].numpy())
-    metrics = {"m": m, "problems": len(problems), "answers_per_problem": n_roll * m, "temperature": temperature,
-               "prompt_weights": None}
-    for key in ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pass_target@k", "pooled_best@k",
-                "pooled_pass@k", "pooled_pass_target@k"):
-        k_values = pooled_ks if key.startswith("pooled") else ks
-        if ("hidden" not in key or hidden) and ("target" not in key or target):
-            metrics[key] = {k: float(np.mean(acc[key.replace("@k", f"@{k}")])) for k in k_values}
-    metrics.update({key: float(np.mean(v)) for key, v in rows.items()})
-    metrics["dim_means"] = dict(zip(task.objectives, np.mean(dim_means, axis=0).tolist()))
-    metrics["dimensions"] = dimension_geometry(within_covariance(within)[0])
-    return metrics
+    """The metrics of evaluate.evaluate on completions already written in the task's format (evaluate.evaluate_texts:
+    the same per-problem numbers and means, hack rates included): texts holds n completions per problem,
+    prompt-major; weights, those of E_w[best@k]. -> the metrics dict (evaluate.format_table prints it)."""
+    return evaluate.evaluate_texts(task, problems, texts, m, ks, temperature, weights=weights)
 
