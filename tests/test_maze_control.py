@@ -7,6 +7,7 @@ import pytest
 
 from results import maze_control
 from results.jobs import read_config
+from results.report import with_commands
 
 KS = ("3", "12", "48")
 
@@ -156,5 +157,5 @@ def test_results_md_carries_the_readings_of_the_committed_runs():
     lines = maze_control.control_section(out)
     with open(os.path.join(out, "results.md")) as f:
         text = f.read()
-    assert "\n".join(lines) in text
+    assert "\n".join(with_commands(lines)) in text
     assert bool(lines) == ("## Maze: what the vector adds over the set" in text)

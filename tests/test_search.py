@@ -58,14 +58,14 @@ def test_population_counts_every_answer_and_stops_at_the_budget():
     assert solved.solved_at == 2 and solved.used == 2 and solved.done
 
 
-def test_population_is_solved_by_the_target_not_by_the_shown_tests():
-    """On the code task a program that passes every shown test but differs from the target elsewhere does not solve:
-    the search goes on (reward_solved_at records it) until a program equal to the target, here a rewrite of it,
+def test_population_is_solved_by_the_target_not_by_the_reward():
+    """On the code task a program that passes every test of the reward but differs from the target elsewhere does not
+    solve: the search goes on (reward_solved_at records it) until a program equal to the target, here a rewrite of it,
     which is the kept program. A task that cannot check its target (toy) solves by its reward, as before."""
     task = get_task("code")
     p = task.problems("test", 1, seed=0)[0]
-    x0 = next(x for x in DOMAIN if x not in p.inputs)
-    fits = f"99 if x=={x0} else ({p.target})"        # every shown test passes; wrong at x0
+    x0 = next(x for x in DOMAIN if x not in p.inputs + p.hidden_inputs)
+    fits = f"99 if x=={x0} else ({p.target})"        # every test, shown or hidden, passes; wrong at x0
     assert task.solved(task.score(p, fits)) and execute(p.target, [x0]) != [99]
     rewrite = f"({p.target})"
     pop = search.Population(task, p, budget=10, m=1)

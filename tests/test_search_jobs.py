@@ -6,6 +6,7 @@ import os
 import pytest
 
 from results import plan, report_code
+from results.report import with_commands
 from tasks import get_task
 from tasks.code import DOMAIN
 
@@ -213,4 +214,4 @@ def test_the_code_sections_of_results_md_are_what_report_code_writes():
     text = open(os.path.join(out, "results.md")).read()
     for group, key in plan.CODE_PLANS:
         lines = report_code.code_section(plan.FULL, out, group, key)
-        assert lines and "\n".join(lines) in text, group
+        assert lines and "\n".join(with_commands(lines)) in text, group
