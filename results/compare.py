@@ -6,10 +6,12 @@ the same held-out problems along training, and compare the methods with the trai
     python -m results.compare --task mytasks:Lines --algos grpo,vpo,max_at_k --runs 6 --jobs 2 --lr 1e-4
     python -m results.compare --task maze --quick       # a tiny model: the whole pipeline in about a minute
     python -m results.compare --config results/experiments/maze_v3.json --report   # read an experiment of record
+    python -m results.compare --config results/experiments/code_search.json --report   # search on hard problems
 
 --config FILE: the arms (a label, a slug and train.py flags each), seeds and shared flags from a JSON file
 (docs/compare.md); --report: train nothing, write compare.md from the finished runs (a configuration's "dir": its
-committed runs, named SLUG-sSEED).
+committed runs, named SLUG-sSEED); --metric: the headline verdict and the figures (pooled best@k under w*, best@k,
+E_w[best@k], pass@k, or solved: problems solved by search, results/searched.py, for a configuration with a "search").
 
 Run r of every method is train.py with --seed r, in a worker process with one torch thread, at most --jobs at a
 time; every other train.py flag is passed to every run. The layout of --out DIR:
@@ -32,18 +34,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 import numpy as np
 
+from results.jobs import METRICS as HEADLINES
 from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
 from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
+from results.searched import KINDS, arms_of, per_run, read_searches, search_lines, verdict_rows
 from results.tables import RUN_HEADER, metric_lines, paired, paired_lines, run_level, run_note, table
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
 METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
-           "E_w[best@k]": "E_w[best@k]"}
+           "E_w[best@k]": "E_w[best@k]", "solved": "problems solved by search"}
 PAIRED = ("pooled_best@k", "pass@k", "E_w[best@k]")   # the metrics whose paired differences compare.md tabulates
 HEADLINE = "pooled_best@k"
 
@@ -78,6 +83,9 @@ def get_parser():
                    "the arms (label, slug and train.py flags each), the seeds, the shared flags (docs/compare.md)")
     p.add_argument("--report", action="store_true", help="train nothing: write compare.md from the finished runs "
                    "(of a configuration of record: its committed runs)")
+    p.add_argument("--metric", choices=HEADLINES, default=None, help="the headline verdict and the figures: pooled "
+                   "best@k under w* (default), best@k, E_w[best@k] (users who differ in their weights), pass@k, or "
+                   "solved (problems solved by search; a configuration with a \"search\")")
     return p
 
 
@@ -87,12 +95,17 @@ def parse_command(argv):
     import vpo
     args, rest = get_parser().parse_known_args(argv)
     if args.config:
-        extra = set(given_flags(get_parser(), argv)) - {"config", "report", "out", "jobs"}
+        extra = set(given_flags(get_parser(), argv)) - {"config", "report", "out", "jobs", "metric"}
         if extra:
             raise UsageError(f"--{sorted(extra)[0]} is set by the configuration file {args.config}")
         setup = read_config(args.config)
+        if args.metric == "solved" and not setup.search:
+            raise UsageError(f"--metric solved: {args.config} has no \"search\"")
+        setup = replace(setup, metric=args.metric or setup.metric)
         name = os.path.splitext(os.path.basename(args.config))[0]
         return setup, args.out or os.path.join("out", f"compare-{name}"), args.jobs, args.report
+    if args.metric == "solved":
+        raise UsageError("--metric solved needs a configuration with a \"search\" (--config)")
     algos = tuple(a.strip() for a in args.algos.split(","))
     unknown = [a for a in algos if a not in vpo.METHODS]
     if unknown:
@@ -112,7 +125,8 @@ def parse_command(argv):
                   *(["--eval_every", str(every)] if every is not None else []), *rest]
     slug = re.sub(r"[^\w.-]", "_", args.task)
     out = args.out or os.path.join("out", f"compare-{slug}{'-quick' * args.quick}")
-    return Setup(tuple(map(algo_arm, algos)), tuple(range(args.runs)), tuple(train_args)), out, args.jobs, args.report
+    return (Setup(tuple(map(algo_arm, algos)), tuple(range(args.runs)), tuple(train_args), metric=args.metric), out,
+            args.jobs, args.report)
 
 
 def settings(setup):
@@ -133,7 +147,8 @@ def check(setup, out, report=False):
         raise UsageError(f"--out {out} exists and is not a directory")
     path = os.path.join(out, "config.json")
     if report:
-        where = setup.dir or os.path.join(out, "runs")
+        blocks = [os.path.join(ROOT, b) for b in (setup.search or {}).get("blocks", [])]
+        where = setup.dir or (blocks or [None])[0] or os.path.join(out, "runs")
         if not os.path.isdir(where):
             raise UsageError(f"--report: {where} holds no runs; train them first (the same command without --report)")
     elif os.path.isfile(path):
@@ -203,29 +218,32 @@ def read_runs(setup, out, report=False):
     (read_run), so that its tables read these too. report: from the directories of a configuration of record."""
     found = {}
     for arm in setup.arms:
-        where = (report and (arm.dir or setup.dir)) or os.path.join(out, "runs")
+        places = [d for d in (arm.dir, setup.dir) if d] if report else []
+        places += [os.path.join(ROOT, b) for b in (setup.search or {}).get("blocks", [])] if report else []
         for seed in setup.seeds_of(arm):
-            d = os.path.join(where, run_name(arm, seed))
-            if os.path.isfile(os.path.join(d, "summary.json")):
+            ds = [os.path.join(where, run_name(arm, seed)) for where in places or [os.path.join(out, "runs")]]
+            d = next((d for d in ds if os.path.isfile(os.path.join(d, "summary.json"))), None)
+            if d:
                 found.setdefault(arm.label, []).append(read_run(d, seed, arm.slug))
     return found
 
 
 # ------------------------------------------------------------------------------------------------- report
-def verdict_lines(runs, first):
-    """The headline: every other method against the first, pooled best@k at their last common step and largest k."""
+def verdict_lines(runs, first, key=HEADLINE):
+    """The headline: every other method against the first, in key@k at their last common step and largest k."""
     rows = []
     for b in runs:
         steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b])) if first in runs and b != first else ()
         if steps:
-            _, diffs = paired(runs, b, first, HEADLINE, step=max(steps))
+            _, diffs = paired(runs, b, first, key, step=max(steps))
             k, ds = max((k, ds) for k, ds in diffs.items() if ds)
             rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
                          f"{smallest_p(len(ds)):.3g}"])
     if not rows:
         return ["No two methods have finished runs yet: nothing to compare.", ""]
-    return [f"Pooled best@k at the last step and the largest k, each method against {first}, runs paired by seed:",
-            ""] + table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
+    return [f"{METRICS[key][0].upper()}{METRICS[key][1:]} at the last step and the largest k, each method against "
+            f"{first}, runs paired by seed:", ""] + \
+        table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
 def commit():
@@ -270,27 +288,49 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
 
 def write_report(setup, out, command, started, failed=(), report=False):
     """DIR/compare.md and the figures, from the finished runs (report: of a configuration of record)."""
-    runs, first = read_runs(setup, out, report), setup.arms[0].label
+    runs, first, key = read_runs(setup, out, report), setup.arms[0].label, setup.metric or HEADLINE
     bases = base_metrics(runs)
     title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
-    lines = [f"# results.compare: {title}", ""] + verdict_lines(runs, first)
-    lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""]
+    found, where = read_searches(setup, ROOT) if setup.search else ({}, {})
+    lines = [f"# results.compare: {title}", ""]
+    if key == "solved":
+        lines += ["Problems solved by search per run, the deciding pairs; the method labels are permuted over runs "
+                  "within blocks (results/searched.py):", ""]
+        lines += table(["pair", "budget", "runs", "difference [95% interval]", "p (exact)", "reading"],
+                       verdict_rows(setup, found, where) if len(where) > 1 else []) + [""]
+    else:
+        lines += verdict_lines(runs, first, key)
+    lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""] if key != "solved" else []
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
     lines += metric_lines(runs, bases, {key: f"### {name}" for key, name in METRICS.items()})
     lines += [f"## Paired differences against {first}", ""]
-    for b, key in [(a.label, key) for a in setup.arms[1:] if first in runs and a.label in runs for key in PAIRED]:
-        lines += paired_lines(runs, b, first, key, f"### {b} − {first}, {METRICS[key]}")
-    lines += ["## Figures", "", "Each faint line is one run; the bold line is the mean over runs.", "",
-              "![pooled best@k against k](best_at_k.png) ![pooled best@k along training](over_training.png)", ""]
+    for b, m in [(a.label, m) for a in setup.arms[1:] if first in runs and a.label in runs for m in PAIRED]:
+        lines += paired_lines(runs, b, first, m, f"### {b} − {first}, {METRICS[m]}")
+    if setup.search:
+        lines += search_lines(setup, found, where)
+    drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png"
+    lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
+              f"![{METRICS[key]}]({drawn})", ""]
     os.makedirs(out, exist_ok=True)
-    if runs:
+    if key == "solved" and len(where) > 1:
+        search_figure(setup, found, os.path.join(out, "search.png"))
+    elif runs and key != "solved":
         from results.figures import compare_figures
-        compare_figures(runs, bases, out, title, HEADLINE)
+        compare_figures(runs, bases, out, title, key)
     with open(os.path.join(out, "compare.md.tmp"), "w") as f:
         f.write("\n".join(lines))
     os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))
+
+
+def search_figure(setup, found, path):
+    """Problems solved per run against the budget, search and sampling side by side (figures.strip_figure)."""
+    from results.figures import strip_figure
+    names, budgets = arms_of(setup), setup.search["budgets"]
+    counts = {how: {names[a]: {b: list(per_run(found, kind, a, b).values()) for b in budgets} for a in names}
+              for kind, how in KINDS.items()}
+    strip_figure(counts, budgets, path, "hard problems solved per training run")
 
 
 def write_config(setup, out):

@@ -352,8 +352,8 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k", tag=""):
         if name == "best_at_k":
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [str(k) for k in xs])
-        _label(ax, f"{title}\n" + ("pooled best@k at the last step" if name == "best_at_k" else
-                                 f"pooled best@{largest} along training"), xlabel)
+        _label(ax, f"{title}\n" + (f"{key} at the last step" if name == "best_at_k" else
+                                 f"{key.replace('@k', f'@{largest}')} along training"), xlabel)
         _save(fig, ax, os.path.join(out, f"{name}{tag}.png"))
     return [f"best_at_k{tag}.png", f"over_training{tag}.png"]
 

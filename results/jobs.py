@@ -35,12 +35,15 @@ class Arm:
 class Setup:
     """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
     of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
-    directory of --out), and the arms whose first run evaluates the base (their slugs; None: every arm's)."""
+    directory of --out), the arms whose first run evaluates the base (their slugs; None: every arm's), the headline
+    metric (None: pooled best@k) and the search evaluation (results/searched.py; None: none)."""
     arms: tuple
     seeds: tuple
     train_args: tuple
     dir: str = None
     base_evals: tuple = None
+    metric: str = None
+    search: dict = None
 
     def argv(self, arm, seed):
         """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
@@ -62,7 +65,8 @@ def run_name(arm, seed):
 
 
 KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
-        "arms": list, "dir": str}
+        "arms": list, "dir": str, "metric": str, "search": dict}
+METRICS = ("pooled_best@k", "best@k", "E_w[best@k]", "pass@k", "solved")   # the headlines --metric may choose
 ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
 
 
@@ -115,7 +119,34 @@ def read_config(path):
         raise UsageError(f"--config {path}: {e}")
     if owned:
         raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
-    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]))
+    if c.get("metric", METRICS[0]) not in METRICS or c.get("metric") == "solved" and "search" not in c:
+        raise UsageError(f"--config {path}: \"metric\" is one of {', '.join(METRICS)}, and \"solved\" needs a "
+                         f"\"search\"")
+    if "search" in c:
+        try:
+            check_search(c["search"], [a.slug for a in arms], f"--config {path}")
+        except ValueError as e:
+            raise UsageError(str(e))
+    return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]),
+                 metric=c.get("metric"), search=c.get("search"))
+
+
+SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "rule": str, "blocks": list, "arms": list, "pairs": list,
+        "secondary": list}
+
+
+def check_search(s, slugs, where):
+    """A configuration's "search" as results.compare reads it; a mistake -> ValueError naming what is wrong."""
+    if not isinstance(s, dict) or set(s) - set(SEARCH_KEYS) or {"budgets", "blocks", "pairs"} - set(s):
+        raise ValueError(f"{where}: \"search\" needs budgets, blocks and pairs, and knows only "
+                         f"{', '.join(SEARCH_KEYS)}")
+    if not all(isinstance(s[k], kind) for k, kind in SEARCH_KEYS.items() if k in s):
+        raise ValueError(f"{where}: \"search\": {', '.join(f'{k} is {t.__name__}' for k, t in SEARCH_KEYS.items())}")
+    known = set(slugs) | {a.get("slug") for a in s.get("arms", []) if isinstance(a, dict)}
+    for a, b in s["pairs"] + s.get("secondary", []):
+        if a not in known or b not in known:
+            raise ValueError(f"{where}: search pair {a} − {b}: an arm not in the configuration")
+    return s
 
 
 def shared_args(c):

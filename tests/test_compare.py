@@ -171,6 +171,8 @@ def test_six_runs_can_reach_a_reading():
     (["--task", "toy", "--frobnicate", "3"], "unrecognized arguments: --frobnicate 3"),
     (["--task", "toy", "--seed", "3"], "--seed is set by results.compare"),
     (["--task", "toy", "--n_head", "3"], "divisible by --n_head"),   # train.py's own checks, before anything runs
+    (["--task", "toy", "--metric", "solved"], "--metric solved needs a configuration with a \"search\""),
+    (["--task", "toy", "--metric", "best@3"], "invalid choice"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, message):
     out = tmp_path / "cmp"
@@ -202,13 +204,16 @@ def test_every_configuration_of_record_describes_its_committed_runs(path):
     runs committed so far."""
     import train
     setup = compare.read_config(path)
-    assert setup.dir and len(setup.arms) >= 2
+    assert (setup.dir or setup.search) and len(setup.arms) >= 2
     about = compare.read_json(path)["about"]
-    if not os.path.isdir(setup.dir) and "Not yet run" in about:
+    if setup.dir and not os.path.isdir(setup.dir) and "Not yet run" in about:
         pytest.skip(f"{os.path.basename(path)} is planned and has no committed runs yet")
+    blocks = [os.path.join(compare.ROOT, b) for b in (setup.search or {}).get("blocks", [])]
     for arm in setup.arms:
         for seed in setup.seeds_of(arm):
-            d = os.path.join(arm.dir or setup.dir, compare.run_name(arm, seed))
+            ds = [os.path.join(where, compare.run_name(arm, seed))
+                  for where in [arm.dir or setup.dir] + blocks if where]
+            d = next((d for d in ds if os.path.isfile(os.path.join(d, "summary.json"))), ds[0])
             if "Running" in about and not os.path.isfile(os.path.join(d, "summary.json")):
                 continue
             recorded = compare.read_json(os.path.join(d, "summary.json"))["args"]
@@ -267,6 +272,9 @@ def write_config(tmp_path, **change):
     ({"flags": ["--seed", "3"]}, [], "--seed is set by results.compare"),
     ({}, ["--algos", "grpo,vpo"], "--algos is set by the configuration file"),
     ({"dir": "results/runs/nowhere"}, ["--report"], "results/runs/nowhere holds no runs"),
+    ({}, ["--metric", "solved"], "has no \"search\""),
+    ({"metric": "solved"}, [], "\"solved\" needs a \"search\""),
+    ({"search": {"budgets": [8], "blocks": ["x"], "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
 ])
 def test_a_bad_configuration_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, change, extra, message):
     monkeypatch.setattr(compare, "run_all", lambda *a, **k: pytest.fail("a bad configuration was trained"))

@@ -1,0 +1,115 @@
+"""results.md's verdict numbers are what `python -m results.compare --config FILE --report` computes on main from the
+committed runs. results.md itself was written at the archive commit (results/README.md names it) by the campaign's
+code, which main no longer holds: this test ties the two together, number by number."""
+import os
+import re
+
+import pytest
+
+from results import compare
+from results.jobs import read_config
+from results.runstats import describe, paired_comparison
+from results.searched import arms_of, compare_pair, family, per_run, read_searches
+from results.tables import paired, run_level
+
+EXPERIMENTS = os.path.join(compare.ROOT, "results", "experiments")
+with open(os.path.join(compare.ROOT, "results", "results.md"), encoding="utf-8") as f:
+    RESULTS = f.read()
+
+
+def section(heading):
+    start = RESULTS.index(heading)
+    end = RESULTS.find("\n## ", start + 1)
+    return RESULTS[start:end if end > 0 else None]
+
+
+def runs_of(name):
+    setup = read_config(os.path.join(EXPERIMENTS, f"{name}.json"))
+    return compare.read_runs(setup, None, report=True)
+
+
+# results.md's verdict table: (its comparison and metric cells) -> (configuration, A, B, metric, k, step)
+TRAINING = {
+    ("maze v3: VPO − GRPO", "best@1, step 1000"): ("maze_v3", "VPO", "GRPO", "pooled_best@k", 1, 1000),
+    ("maze v3: VPO − GRPO", "best@48, step 1000"): ("maze_v3", "VPO", "GRPO", "pooled_best@k", 48, 1000),
+    ("maze rerun: VPO − GRPO", "best@48, step 1000"): ("maze_rerun", "VPO (rerun)", "GRPO (rerun)", "pooled_best@k",
+                                                       48, 1000),
+    ("maze: VPO − matched GRPO", "best@48, step 1000"): ("maze_matched", "VPO (rerun)", "matched GRPO",
+                                                         "pooled_best@k", 48, 1000),
+    ("maze: VPO − random-weight GRPO", "best@48, step 1000"): ("maze_ablations", "VPO (rerun)", "random-weight GRPO",
+                                                               "pooled_best@k", 48, 1000),
+    ("maze: VPO − Multi-RLVR", "best@48, step 1000"): ("maze_rerun", "VPO (rerun)", "Multi-RLVR (rerun)",
+                                                       "pooled_best@k", 48, 1000),
+    ("maze: VPO − Max@k", "best@48, step 1000"): ("maze_rerun", "VPO (rerun)", "Max@k (rerun)", "pooled_best@k", 48,
+                                                  1000),
+    ("code v2: VPO − GRPO", "pass@12, step 500"): ("code_v2", "VPO", "GRPO", "pass@k", 12, 500),
+    ("code v2: VPO − matched GRPO", "pass@48, step 500"): ("code_v2", "VPO", "matched GRPO", "pass@k", 48, 500),
+}
+
+
+def verdict_table():
+    """{(comparison, metric): (per run, mean, interval, p)} of results.md's verdict table."""
+    rows = {}
+    for line in section("## The verdicts").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8 and not cells[0].startswith(("comparison", "---")):
+            rows[cells[0], cells[1]] = tuple(cells[2:6])
+    return rows
+
+
+def test_results_md_holds_every_verdict_this_test_checks():
+    assert set(TRAINING) <= set(verdict_table())
+
+
+@pytest.mark.parametrize("row", sorted(TRAINING), ids=lambda r: f"{r[0]}, {r[1]}")
+def test_a_training_verdict_of_results_md_is_what_report_computes(row):
+    name, a, b, key, k, step = TRAINING[row]
+    ds = paired(runs_of(name), a, b, key, [k], step)[1][k]
+    mean, interval, p = run_level(ds, a, b)[:3]
+    assert verdict_table()[row] == (" / ".join(f"{d:+.3f}" for d in ds), mean, interval, p)
+
+
+@pytest.fixture(scope="module")
+def search():
+    setup = read_config(os.path.join(EXPERIMENTS, "code_search.json"))
+    found, where = read_searches(setup, compare.ROOT)
+    return setup, found, where
+
+
+def test_the_search_verdicts_of_results_md_are_what_report_computes(search):
+    """The deciding and secondary pairs (search at 768 answers, Holm within each family), every pair under plain
+    sampling at 768 answers, and search − sampling per arm, as results.md's search section gives them."""
+    setup, found, where = search
+    text, names, top = section("## Code: evolutionary search"), arms_of(setup), setup.search["budgets"][-1]
+    assert len(where) == 10 and len(set(where.values())) == 2
+    for pairs in (setup.search["pairs"], setup.search["secondary"]):
+        for c, rejected in family(found, where, pairs, top, names):
+            assert f"| {c.a} − {c.b} | {describe(c, 1)} | {'rejects' if rejected else 'does not reject'} |" in text
+    every = text[text.index("**Every pair at every budget**"):]
+    for a, b in setup.search["pairs"] + setup.search["secondary"]:
+        c = compare_pair(found, where, "sample", a, b, top, names)
+        pair = re.escape(f"{c.a} − {c.b}")
+        assert re.search(rf"\| {pair} \| sampling \|.*\| {re.escape(describe(c, 1))} \|", every)
+    for arm, label in names.items():
+        c = paired_comparison(per_run(found, "evolve", arm, top), per_run(found, "sample", arm, top))
+        assert f"| {label} | {describe(c, 1)} |" in text
+
+
+def test_report_writes_the_search_verdict(tmp_path, search):
+    out = tmp_path / "search"
+    assert compare.main(["--config", os.path.join(EXPERIMENTS, "code_search.json"), "--report", "--out", str(out)]) == 0
+    head = (out / "compare.md").read_text().split("## Configuration")[0]
+    assert "| VPO − GRPO | 768 answers | 10 and 10 | +4.1 [-0.4, +8.6] | 0.0632 | not separated |" in head
+    assert (out / "search.png").is_file()
+
+
+def test_metric_chooses_the_headline(tmp_path):
+    """--metric E_w[best@k] on the maze: the headline verdict is VPO − GRPO in E_w[best@48] at step 1000, the reading
+    of users who differ in their weights."""
+    out = tmp_path / "v3"
+    assert compare.main(["--config", os.path.join(EXPERIMENTS, "maze_v3.json"), "--report", "--metric",
+                         "E_w[best@k]", "--out", str(out)]) == 0
+    head = (out / "compare.md").read_text().split("## Configuration")[0]
+    assert head.startswith("# results.compare") and "E_w[best@k] at the last step and the largest k" in head
+    ds = paired(runs_of("maze_v3"), "VPO", "GRPO", "E_w[best@k]", [48], 1000)[1][48]
+    assert f"| VPO − GRPO | 1000 | k=48 | 3 | {run_level(ds, 'VPO', 'GRPO')[0]} |" in head
