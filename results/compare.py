@@ -40,13 +40,16 @@ import numpy as np
 
 from results.jobs import METRICS as HEADLINES
 from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
-from results.plan import QUICK, base_metrics, eval_steps, read_json, read_run
 from results.runstats import smallest_p
 from results.searched import KINDS, arms_of, per_run, read_searches, search_lines, verdict_rows
-from results.tables import RUN_HEADER, metric_lines, paired, paired_lines, run_level, run_note, table
+from results.tables import (RUN_HEADER, base_metrics, eval_steps, metric_lines, paired, paired_lines, read_json, read_run,
+                            run_level, run_note, table)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
+QUICK = ("--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6", "--n_layer", "1",
+         "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4", "--sft_batch_size", "8",
+         "--no_figures")   # --quick: a tiny model, the whole pipeline in about a minute
 METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
            "E_w[best@k]": "E_w[best@k]", "solved": "problems solved by search"}
 PAIRED = ("pooled_best@k", "pass@k", "E_w[best@k]")   # the metrics whose paired differences compare.md tabulates
@@ -78,7 +81,7 @@ def get_parser():
                    f"train.py's; --quick {QUICK_EVAL_EVERY})")
     p.add_argument("--jobs", type=COUNT, default=2, help="runs at a time, one torch thread each")
     p.add_argument("--out", default=None, help="output directory (default out/compare-TASK, -quick with --quick)")
-    p.add_argument("--quick", action="store_true", help="a tiny model (results/plan.py's QUICK settings)")
+    p.add_argument("--quick", action="store_true", help="a tiny model (QUICK's settings)")
     p.add_argument("--config", metavar="FILE", help="a configuration file instead of the options above: the task, "
                    "the arms (label, slug and train.py flags each), the seeds, the shared flags (docs/compare.md)")
     p.add_argument("--report", action="store_true", help="train nothing: write compare.md from the finished runs "
@@ -121,7 +124,7 @@ def parse_command(argv):
     steps = args.steps or (QUICK_STEPS if args.quick else None)
     every = args.eval_every if args.eval_every is not None else QUICK_EVAL_EVERY if args.quick else None
     train_args = ["--task", args.task, *[a for o in args.task_opt for a in ("--task_opt", o)],
-                  *(QUICK["common"] if args.quick else []), *(["--steps", str(steps)] if steps else []),
+                  *(QUICK if args.quick else []), *(["--steps", str(steps)] if steps else []),
                   *(["--eval_every", str(every)] if every is not None else []), *rest]
     slug = re.sub(r"[^\w.-]", "_", args.task)
     out = args.out or os.path.join("out", f"compare-{slug}{'-quick' * args.quick}")
@@ -214,8 +217,8 @@ def progress(directory):
 
 
 def read_runs(setup, out, report=False):
-    """{label: [run, ...]} of the finished runs in seed order, as results/plan.py reads the reproduction's runs
-    (read_run), so that its tables read these too. report: from the directories of a configuration of record."""
+    """{label: [run, ...]} of the finished runs in seed order (tables.read_run). report: from the directories of a
+    configuration of record (its "dir", an arm's, or its search's blocks)."""
     found = {}
     for arm in setup.arms:
         places = [d for d in (arm.dir, setup.dir) if d] if report else []
@@ -309,7 +312,8 @@ def write_report(setup, out, command, started, failed=(), report=False):
     for b, m in [(a.label, m) for a in setup.arms[1:] if first in runs and a.label in runs for m in PAIRED]:
         lines += paired_lines(runs, b, first, m, f"### {b} − {first}, {METRICS[m]}")
     if setup.search:
-        lines += search_lines(setup, found, where)
+        from runs.cli import make_task
+        lines += search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]))
     drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png"
     lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
               f"![{METRICS[key]}]({drawn})", ""]
@@ -345,7 +349,7 @@ def write_config(setup, out):
 
 
 def main(argv=None, in_process=False, echo=print):
-    """The command; echo(line) is called once per finished run (results/maze_control.py reads each one back)."""
+    """The command; echo(line) is called once per finished run."""
     argv = sys.argv[1:] if argv is None else list(argv)
     started = time.time()
     try:

@@ -1,5 +1,5 @@
 """
-Running train.py as jobs, shared by results/compare.py and results/reproduce.py: a comparison as its configuration
+Running train.py as jobs for results/compare.py: a comparison as its configuration
 describes it (read_config, Setup: every run's train.py command line, in the order the runs start), one run in a
 worker process with one torch thread (train_job resumes a run with a checkpoint and overwrites a directory without
 one), the warm start a run will start from (base_file) and its cache key, and a queue of jobs (run_queue): jobs
@@ -12,7 +12,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -232,22 +231,6 @@ def train_entry(job, argv, runs, log):
     return {"fn": job, "args": (argv, runs, log), "base": base_file(argv, runs)}
 
 
-def share_base(path, paths):
-    """A base missing at `path` that another group's directory already holds under the same cache key is copied
-    there (atomically, with its log), so that each warm start is trained once per reproduction."""
-    if os.path.isfile(path):
-        return
-    for other in paths:
-        if other != path and cache_key(other) == cache_key(path) and os.path.isfile(other):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            log = os.path.join(os.path.dirname(other), "log.jsonl")
-            if os.path.isfile(log):
-                shutil.copyfile(log, os.path.join(os.path.dirname(path), "log.jsonl"))
-            shutil.copyfile(other, path + ".tmp")
-            os.replace(path + ".tmp", path)
-            return
-
-
 def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
     """Run the jobs of `queue` in its order, at most `slots` at a time in spawned worker processes (one torch thread
     each where `one`; in_process: in this process, one job after another). A job is a dict: fn and args (what
@@ -256,7 +239,6 @@ def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
     started(job) and ended(job, exit code, jobs not yet ended) are called as jobs start and end; poll: seconds
     between looks. -> the jobs that could never start (nothing ran and the files they need were missing)."""
     queue, running = list(queue), {}
-    bases = [j["base"] for j in queue if j.get("base")]
     with one_thread_env(one), InProcess() if in_process else cf.ProcessPoolExecutor(
             slots, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread if one else None) as pool:
         while queue or running:
@@ -267,7 +249,6 @@ def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
                 if not all(os.path.isfile(p) for p in j.get("needs", ())):
                     continue
                 if j.get("base"):
-                    share_base(j["base"], bases)
                     if cache_key(j["base"]) in busy and not os.path.isfile(j["base"]):
                         continue
                     busy.add(cache_key(j["base"]))

@@ -60,7 +60,8 @@ def per_run(found, kind, slug, budget):
 
 def by_block(values, where):
     """{block: values} of a dict seed -> value, the blocks in the order they first appear."""
-    return {b: [values[s] for s in values if where[s] == b] for b in dict.fromkeys(where[s] for s in values)}
+    return {b: [values[s] for s in values if where.get(s) == b] for b in dict.fromkeys(where[s] for s in values
+                                                                                       if s in where)}
 
 
 def compare_pair(found, where, kind, a, b, budget, names):
@@ -87,18 +88,35 @@ def verdict_rows(setup, found, where):
              f"{c.p:.3g}", reading(c, r)] for c, r in family(found, where, setup.search["pairs"], budget, names)]
 
 
-def search_lines(setup, found, where):
-    """compare.md's search section: problems solved per run at each budget, the pairs (search, then sampling as a
-    description), and search − sampling per arm."""
+def distinct_targets(task, problems):
+    """How many different target functions the hard set's problems (test indices, seed 0) hold: problems whose
+    targets the task's equals_target counts as equal share one. None where the task cannot say."""
+    pool = task.problems("test", max(problems) + 1, seed=0)
+    kept = []
+    for p in (pool[i] for i in problems):
+        if getattr(p, "target", None) is None or task.equals_target(p, p.target) is None:
+            return None
+        if not any(task.equals_target(q, p.target) for q in kept):
+            kept.append(p)
+    return len(kept)
+
+
+def search_lines(setup, found, where, task=None):
+    """compare.md's search section: the hard set, problems solved per run at each budget, the pairs (search, then
+    sampling as a description), each pair within each block (a description), and search − sampling per arm. task:
+    the comparison's task, to count the hard set's distinct targets."""
     from results.tables import table
     s, names = setup.search, arms_of(setup)
     budgets, top = s["budgets"], s["budgets"][-1]
     if len(where) < 2:
         return ["## Search", "", f"{len(where)} runs have search results: nothing to compare yet.", ""]
     blocks = len(set(where.values()))
-    lines = ["## Search", "", f"Hard set: {s.get('rule', 'as the configuration names it')}. A problem is solved when a "
-             f"program equals the target. {len(where)} runs per arm in {blocks} block{'s' * (blocks > 1)} (one warm "
-             f"start each); the test permutes the method labels within blocks.", "",
+    problems = next(iter(found["evolve"][next(iter(names))].values()))["problems"]
+    targets = distinct_targets(task, problems) if task else None
+    lines = ["## Search", "", f"Hard set: {s.get('rule', 'as the configuration names it')}. It holds {len(problems)} "
+             "problems" + (f" with {targets} different target functions" if targets else "") + ". A problem is "
+             f"solved when a program equals the target. {len(where)} runs per arm in {blocks} "
+             f"block{'s' * (blocks > 1)} (one warm start each); the test permutes the method labels within blocks.", "",
              f"Problems solved per run: each run at {top} answers in seed order, then the mean over runs at each "
              "budget.", ""]
     lines += table(["arm", "how", f"per run at {top}", *map(str, budgets)],
@@ -115,6 +133,14 @@ def search_lines(setup, found, where):
     lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only):", ""]
     lines += table(["pair", "family", "how", "difference [95% interval], exact p", "Holm", "reading"], rows,
                    note=None) + [""]
+    if blocks > 1:
+        rows = [[f"{names[a]} − {names[b]}", how, block, describe(compare_pair(found, {x: w for x, w in where.items()
+                                                                                 if w == block}, kind, a, b, top,
+                                                                                names), 1)]
+                for a, b in s["pairs"] + s.get("secondary", []) for kind, how in KINDS.items()
+                for block in dict.fromkeys(where.values())]
+        lines += [f"Each pair within each block at {top} answers (a description):", ""]
+        lines += table(["pair", "how", "block", "difference [95% interval], exact p"], rows, note=None) + [""]
     lines += [f"Search − sampling per arm at {top} answers, paired by run:", ""]
     lines += table(["arm", "difference [95% interval], exact p"],
                    [[names[a], describe(paired_comparison(per_run(found, "evolve", a, top),

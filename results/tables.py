@@ -1,13 +1,57 @@
 """
-The tables of results.md: mean ± std over seeds, paired differences with the plans' reading, per-step tables, and
-the compute the runs took (report.py and report_code.py write them).
+The tables of results.compare: reading a finished run back (read_run: summary.json and eval.jsonl), mean ± std over
+runs, paired differences per step and k with the run-level columns (results/runstats.py), and each metric along
+training.
 """
+import json
 import os
 
 import numpy as np
 
-from results.plan import at_step, compute_at, eval_steps, read_json, read_jsonl_or_empty, value
 from results.runstats import differences_comparison, signed, smallest_p
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_jsonl_or_empty(path):
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_run(directory, seed, slug):
+    """A finished run as every table reads it: dict(seed, slug, dir, summary, evals). Its per-step log.jsonl is not
+    read: the committed experiments keep theirs only in the archive (results/README.md)."""
+    return {"seed": seed, "slug": slug, "dir": directory, "summary": read_json(os.path.join(directory, "summary.json")),
+            "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl"))}
+
+
+def value(metrics, key, k):
+    """metrics[key][k] (json keys are strings), or None where the metric has no such k (whole-rollout k < m)."""
+    table = metrics.get(key) or {}
+    return table.get(str(k), table.get(k))
+
+
+def base_metrics(runs):
+    """{m: the base's evaluation with m answers a rollout}, from the runs that evaluated the base (the plan's first
+    GRPO and VPO runs; in results.compare, each arm's first run)."""
+    return {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
+            if r["summary"].get("base_metrics")}
+
+
+def eval_steps(rs):
+    return sorted({e["step"] for r in rs for e in r["evals"]} | {r["summary"]["args"]["steps"] for r in rs})
+
+
+def at_step(r, step):
+    """Metrics of run r at an evaluation step (the final evaluation at its last step)."""
+    if step == r["summary"]["args"]["steps"]:
+        return r["summary"]["metrics"]
+    return next((e for e in r["evals"] if e["step"] == step), None)
 
 
 def pm(values, digits=3):
@@ -44,23 +88,6 @@ def paired(runs, a, b, key, ks=None, step=None):
     ks = ks or sorted({int(k) for s in seeds for k in ra[s].get(key) or {}})
     return seeds, {k: [value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
                        if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
-
-
-def verdict(ds, a, b, need=None):
-    """The plan's rule: every seed's difference of one sign decides; anything else is unresolved. need: the seeds
-    the plan runs; before they have all finished there is no reading."""
-    if not ds:
-        return "-"
-    if need and len(ds) < need:
-        return f"{len(ds)} of {need} seeds: no reading yet"
-    if all(d > 0 for d in ds):
-        return f"{a} ahead on every seed"
-    if all(d < 0 for d in ds):
-        return f"{b} ahead on every seed"
-    return "unresolved"
-
-
-RUN_COLUMNS = ["95% interval over runs", "p (exact, runs)", "reading (runs)"]
 
 
 def run_note(n, detectable=False, source="[runstats.py](runstats.py)"):
@@ -101,28 +128,11 @@ RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detecta
 
 def paired_lines(runs, a, b, key, caption, ks=None, columns=run_level, header=RUN_HEADER, note=PAIRED_STD_NOTE):
     """A caption, then the paired differences a − b per evaluation step and k (paired_rows) under the columns' header;
-    nothing before a pair has finished. compare.md's paired tables and results.md's (paired_table) both."""
+    nothing before a pair has finished."""
     seeds, rows = paired_rows(runs, a, b, key, ks, columns)
     if not rows:
         return []
     return [caption, ""] + table(["step", "k"] + [f"seed {s}" for s in seeds] + header, rows, note) + [""]
-
-
-PLAN_HEADER = ["mean ± std", "reading (plan's rule)"] + RUN_COLUMNS
-
-
-def plan_cells(ds, a, b, need=None):
-    """The cells of PLAN_HEADER for the differences a − b: mean ± std, the plan's reading (verdict), then the
-    run-level interval, p and reading."""
-    return [pm(ds), verdict(ds, a, b, need)] + run_level(ds, a, b)[1:4]
-
-
-def paired_table(runs, a, b, key, ks, name, need=None):
-    """Paired differences a − b per evaluation step and k, per seed, with the plan's reading (none before the plan's
-    `need` seeds have finished) and the run-level columns (plan_cells), then what those columns can show."""
-    caption = f"Paired difference {a} − {b}, {name}, per RL seed and evaluation step:"
-    lines = paired_lines(runs, a, b, key, caption, ks, lambda ds, a, b: plan_cells(ds, a, b, need), PLAN_HEADER)
-    return lines + [run_note(len(paired(runs, a, b, key, ks)[0])), ""] if lines else []
 
 
 def metric_lines(runs, bases, captions):
@@ -144,11 +154,8 @@ def step_lines(caption, runs, key, ks, bases):
 
 def scalar_step_table(runs, keys, bases, last=False):
     """Scalar metrics per arm and evaluation step (last: the last one only), mean ± std over seeds. keys: (metric,
-    k or None, header[, digits]); the metric "train_seconds" is the training seconds up to the step
-    (plan.compute_at)."""
+    k or None, header[, digits])."""
     def get(r, step, metrics, key, k):
-        if key == "train_seconds":
-            return compute_at(r, step)[1] if r else None
         return metrics.get(key) if k is None else value(metrics, key, k)
     rows = []
     for label, rs in runs.items():
@@ -160,27 +167,3 @@ def scalar_step_table(runs, keys, bases, last=False):
             rows.append([label, str(step), str(len(got))] + [pm([get(r, step, m, key, k) for r, m in got], *d)
                                                              for key, k, _, *d in keys])
     return table(["method", "step", "seeds"] + [name for _, _, name, *_ in keys], rows)
-
-
-def compute_seconds(out):
-    """Seconds inside the reproduction's runs (warm start, RL, evaluations), read back from their files; the search
-    experiment's blocks (runs/search-claim*, results/report_claim.py) count their own."""
-    total = 0.0
-    for root, _, files in os.walk(os.path.join(out, "runs")):
-        if os.path.relpath(root, os.path.join(out, "runs")).startswith("search-claim"):
-            continue
-        if "summary.json" in files:
-            s = read_json(os.path.join(root, "summary.json"))
-            total += s["train_seconds"] + s["eval_seconds"]
-        elif "log.jsonl" in files and os.path.basename(os.path.dirname(root)) == "base":
-            total += read_jsonl_or_empty(os.path.join(root, "log.jsonl"))[-1]["seconds"]
-    return total
-
-
-def wall_seconds(out):
-    """Wall-clock time of the reproduce.py invocations that ran jobs (out/runs/timeline.jsonl)."""
-    return sum(row["end"] - row["start"] for row in read_jsonl_or_empty(os.path.join(out, "runs", "timeline.jsonl")))
-
-
-def first_metrics(runs):
-    return next(iter(runs.values()))[0]["summary"]["metrics"]

@@ -3,9 +3,9 @@ What the code task's shown tests pay for: the cheapest cheat under the reward (t
 passed) is a program that only fits the shown outputs with a few constant pieces. fit_templates fits the best
 such programs to a problem's shown tests exactly; template_report measures, per family, whether they score below
 the natural partial programs of the target's family (docs/tasks.md, "What the shown tests pay for";
-`python -m results.calibrate --templates`). fit_lookup fits the other cheap cheat, a lookup of shown tests; audit
+`python -m results.audit --templates`). fit_lookup fits the other cheap cheat, a lookup of shown tests; audit
 measures what the task's own reward (the hidden tests under reward=heldout) pays both fitted programs, per family,
-against the best partial program and the target (`python -m results.calibrate --audit`).
+against the best partial program and the target (`python -m results.audit --audit`).
 """
 import copy
 import itertools

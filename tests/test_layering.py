@@ -10,7 +10,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-COMMANDS = {"train", "search", "results.reproduce", "results.compare", "bench.bench", "bench.peer_trl_grpo",
+COMMANDS = {"train", "search", "results.compare", "results.audit", "bench.bench", "bench.peer_trl_grpo",
             "bench.peer_generate"}
 LEAVES = {"vpo": set(), "tasks": {"tasks"}}  # vpo.py and tasks/ import nothing else of ours
 
@@ -41,7 +41,7 @@ def test_the_import_structure():
     the benchmarks); vpo.py and tasks/ import nothing else of ours; no private name is imported across modules."""
     graph = module_graph()
     assert {"vpo", "model", "kv_cache", "sample", "train", "sft", "evaluate", "metrics", "search", "tasks", "runs.cli",
-            "runs.dirs", "runs.dist", "results.reproduce", "results.report", "results.figures", "results.plan"} <= set(graph)
+            "runs.dirs", "runs.dist", "results.compare", "results.searched", "results.figures", "results.tables"} <= set(graph)
     for mod, edges in graph.items():
         targets = {m for m, _ in edges}
         if mod not in COMMANDS and not mod.startswith(("results.", "bench.")):

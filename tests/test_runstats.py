@@ -170,15 +170,11 @@ def test_leave_one_out_drops_each_run_in_turn():
 
 
 def test_the_tables_run_level_cells_by_hand():
-    """results.md's run-level cells: the interval over runs, the exact p, the reading; and the verdicts table's row
-    with the plan's registered rule beside it."""
+    """compare.md's run-level cells: the interval over runs, the exact p, the reading."""
     from results.tables import run_level, run_note
-    from results.verdicts import paired_row
     half = 4.302653 * 0.1 / math.sqrt(3)                      # d = 0.1, 0.2, 0.3: mean 0.2, sd 0.1
     assert run_level([0.1, 0.2, 0.3], "VPO", "GRPO")[:4] == ["+0.200", f"[{0.2 - half:+.3f}, {0.2 + half:+.3f}]",
                                                              "0.25", "too few runs for a test"]
     assert run_level([0.1], "VPO", "GRPO") == ["+0.100", "-", "-", "-", "-"]
     assert "0.25" in run_note(3) and "too few" in run_note(3) and "too few" not in run_note(6)
-    row = paired_row("maze", "best@48", [0.1, 0.2, -0.1], "VPO", "GRPO", 3)
-    assert row[2:5] == ["+0.100 / +0.200 / -0.100", "+0.067", row[4]] and row[5] == "0.75"
-    assert row[6:] == ["too few runs for a test", "unresolved"]
+    assert run_level([0.1, 0.2, -0.1], "VPO", "GRPO")[2:4] == ["0.75", "too few runs for a test"]
