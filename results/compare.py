@@ -232,11 +232,18 @@ def read_runs(setup, out, report=False):
 
 
 # ------------------------------------------------------------------------------------------------- report
-def verdict_lines(runs, first, key=HEADLINE):
-    """The headline: every other method against the first, in key@k at their last common step and largest k."""
+def pairs_of(setup, runs):
+    """[(A, B)] of the finished arms compared: every arm against the first, then the configuration's own pairs."""
+    first = setup.arms[0].label
+    return [(a, b) for a, b in [(arm.label, first) for arm in setup.arms[1:]] + list(setup.pairs)
+            if a in runs and b in runs]
+
+
+def verdict_lines(runs, pairs, key=HEADLINE):
+    """The headline: A − B for each pair, in key@k at their last common step and largest k."""
     rows = []
-    for b in runs:
-        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b])) if first in runs and b != first else ()
+    for b, first in pairs:
+        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b]))
         if steps:
             _, diffs = paired(runs, b, first, key, step=max(steps))
             k, ds = max((k, ds) for k, ds in diffs.items() if ds)
@@ -245,7 +252,8 @@ def verdict_lines(runs, first, key=HEADLINE):
     if not rows:
         return ["No two methods have finished runs yet: nothing to compare.", ""]
     return [f"{METRICS[key][0].upper()}{METRICS[key][1:]} at the last step and the largest k, each method against "
-            f"{first}, runs paired by seed:", ""] + \
+            f"{pairs[0][1]}" + (" and the configuration's pairs" if len({b for _, b in pairs}) > 1 else "")
+            + ", runs paired by seed:", ""] + \
         table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
@@ -302,15 +310,15 @@ def write_report(setup, out, command, started, failed=(), report=False):
         lines += table(["pair", "budget", "runs", "difference [95% interval]", "p (exact)", "reading"],
                        verdict_rows(setup, found, where) if len(where) > 1 else []) + [""]
     else:
-        lines += verdict_lines(runs, first, key)
+        lines += verdict_lines(runs, pairs_of(setup, runs), key)
     lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""] if key != "solved" else []
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]
     lines += metric_lines(runs, bases, {key: f"### {name}" for key, name in METRICS.items()})
     lines += [f"## Paired differences against {first}", ""]
-    for b, m in [(a.label, m) for a in setup.arms[1:] if first in runs and a.label in runs for m in PAIRED]:
-        lines += paired_lines(runs, b, first, m, f"### {b} − {first}, {METRICS[m]}")
+    for (b, a), m in [(pair, m) for pair in pairs_of(setup, runs) for m in PAIRED]:
+        lines += paired_lines(runs, b, a, m, f"### {b} − {a}, {METRICS[m]}")
     if setup.search:
         from runs.cli import make_task
         lines += search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]))

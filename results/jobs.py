@@ -35,7 +35,8 @@ class Setup:
     """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
     of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
     directory of --out), the arms whose first run evaluates the base (their slugs; None: every arm's), the headline
-    metric (None: pooled best@k) and the search evaluation (results/searched.py; None: none)."""
+    metric (None: pooled best@k), the search evaluation (results/searched.py; None: none) and the pairs (A label,
+    B label) compared besides every arm against the first."""
     arms: tuple
     seeds: tuple
     train_args: tuple
@@ -43,6 +44,7 @@ class Setup:
     base_evals: tuple = None
     metric: str = None
     search: dict = None
+    pairs: tuple = ()
 
     def argv(self, arm, seed):
         """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
@@ -64,7 +66,7 @@ def run_name(arm, seed):
 
 
 KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
-        "arms": list, "dir": str, "metric": str, "search": dict}
+        "arms": list, "dir": str, "metric": str, "search": dict, "pairs": list}
 METRICS = ("pooled_best@k", "best@k", "E_w[best@k]", "pass@k", "solved")   # the headlines --metric may choose
 ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
 
@@ -126,8 +128,12 @@ def read_config(path):
             check_search(c["search"], [a.slug for a in arms], f"--config {path}")
         except ValueError as e:
             raise UsageError(str(e))
+    labels = {a.label for a in arms}
+    pairs = c.get("pairs", [])
+    if not all(isinstance(p, list) and len(p) == 2 and set(p) <= labels and p[0] != p[1] for p in pairs):
+        raise UsageError(f"--config {path}: \"pairs\" are [A, B] of two different arms' labels")
     return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]),
-                 metric=c.get("metric"), search=c.get("search"))
+                 metric=c.get("metric"), search=c.get("search"), pairs=tuple(map(tuple, pairs)))
 
 
 SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "rule": str, "blocks": list, "arms": list, "pairs": list,

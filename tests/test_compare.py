@@ -273,6 +273,7 @@ def write_config(tmp_path, **change):
     ({}, ["--algos", "grpo,vpo"], "--algos is set by the configuration file"),
     ({"dir": "results/runs/nowhere"}, ["--report"], "results/runs/nowhere holds no runs"),
     ({}, ["--metric", "solved"], "has no \"search\""),
+    ({"pairs": [["VPO", "PPO"]]}, [], "\"pairs\" are [A, B] of two different arms' labels"),
     ({"metric": "solved"}, [], "\"solved\" needs a \"search\""),
     ({"search": {"budgets": [8], "blocks": ["x"], "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
 ])

@@ -95,6 +95,18 @@ def test_the_search_verdicts_of_results_md_are_what_report_computes(search):
         assert f"| {label} | {describe(c, 1)} |" in text
 
 
+def test_report_writes_the_configurations_own_pairs(tmp_path):
+    """code_v2.json's pair VPO − matched GRPO, pass@48 at step 500, beside every arm against GRPO: results.md's
+    +0.062 / +0.047 / +0.031, mean +0.047 [+0.008, +0.086]."""
+    out = tmp_path / "code"
+    assert compare.main(["--config", os.path.join(EXPERIMENTS, "code_v2.json"), "--report", "--out", str(out)]) == 0
+    text = (out / "compare.md").read_text()
+    head = text.split("## Configuration")[0]
+    assert "| VPO − matched GRPO | 500 | k=48 | 3 | +0.047 | [+0.008, +0.086] | 0.25 |" in head
+    assert "| VPO − GRPO | 500 | k=48 | 3 | +0.026 | [-0.072, +0.124] | 0.5 |" in head
+    assert "### VPO − matched GRPO, pass@k (whole rollouts)" in text
+
+
 def test_report_writes_the_search_verdict(tmp_path, search):
     out = tmp_path / "search"
     assert compare.main(["--config", os.path.join(EXPERIMENTS, "code_search.json"), "--report", "--out", str(out)]) == 0
