@@ -19,6 +19,7 @@ time; every other train.py flag is passed to every run. The layout of --out DIR:
     runs/          train.py's --out_dir: the cached warm start (runs/base/) and one directory per run, SLUG-sSEED
                    (SLUG: the method of --algos, or an arm's slug)
     logs/          each run's output, SLUG-sSEED.log
+    hard.json, runs/{evolve,sample}-SLUG-sSEED.json   with a "search": the hard set and each run's search results
     compare.md     the verdict, the configuration, per method and step mean ± std over runs, and the paired
                    differences of every method against the first of --algos, run by run (results/runstats.py)
     best_at_k.png, over_training.png   the figures
@@ -41,7 +42,8 @@ import numpy as np
 from results.jobs import METRICS as HEADLINES
 from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
 from results.runstats import smallest_p
-from results.searched import KINDS, arms_of, per_run, read_searches, search_lines, verdict_rows
+from results.searched import (BASE, KINDS, answers_per_call, arms_of, per_run, read_searches, search_lines,
+                              search_queue, verdict_rows)
 from results.tables import (RUN_HEADER, base_metrics, eval_steps, metric_lines, paired, paired_lines, read_json, read_run,
                             run_level, run_note, table)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
@@ -169,6 +171,7 @@ def check(setup, out, report=False):
                          f"another --out")
     if not report:
         check_out_dir(os.path.join(out, "runs"))
+        check_search_run(setup)
     with tempfile.TemporaryDirectory() as scratch:   # an empty --out_dir: train.py's checks of a new run
         for arm in setup.arms:
             try:
@@ -176,6 +179,38 @@ def check(setup, out, report=False):
                         train.RESUMABLE, lambda a: [a.num_answers * f for f in train.K_FACTORS])
             except UsageError as e:
                 raise UsageError(f"{arm.label}: {e}")
+
+
+def check_search_run(setup):
+    """What the command can search: the trained arms' final weights and the warm start, at a budget evolve accepts,
+    on a hard set that is committed or chosen by the screen."""
+    from search import min_budget
+    if not setup.search:
+        return
+    s = setup.search
+    other = [a["slug"] for a in s.get("arms", []) if a["slug"] != BASE]
+    if other:
+        raise UsageError(f"search arm {other[0]!r}: results.compare searches the trained arms' final weights and the "
+                         f"warm start (slug {BASE!r}); other searched weights are read by --report only")
+    if s.get("hard") and not os.path.isfile(os.path.join(ROOT, s["hard"])):
+        raise UsageError(f"search: the hard set {s['hard']} does not exist")
+    need = max(min_budget(answers_per_call(setup, a)) for a in setup.arms)
+    if s["budgets"][-1] < need:
+        raise UsageError(f"search: a budget of {s['budgets'][-1]} answers is below one round of evolve's ({need})")
+
+
+def run_searches(setup, out, jobs, in_process=False, echo=print):
+    """Search from every finished run and from the warm start (results/searched.py), after the screen where the hard
+    set is not fixed yet; files already there are kept. -> the names of the jobs that failed or could not start."""
+    failed, t0 = [], time.perf_counter()
+
+    def ended(j, rc, left):
+        if rc != 0:
+            failed.append(j["name"])
+        echo(f"[{time.perf_counter() - t0:5.0f} s] {j['name']}: " + ("done" if rc == 0 else f"FAILED ({rc})")
+             + f" ({left} left)")
+    stuck = run_queue(search_queue(setup, out), jobs, lambda j: None, ended, poll=1, in_process=in_process)
+    return failed + [j["name"] for j in stuck]
 
 
 # ---------------------------------------------------------------------------------------------------- runs
@@ -293,7 +328,7 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
                                                                  else "") for a in setup.arms) + ".",
             "- Finished runs: " + ", ".join(f"{a.label} {len(runs.get(a.label, []))} of {len(setup.seeds_of(a))}"
                                             for a in setup.arms)
-            + (f"; failed: {', '.join(f'{slug}-s{seed}' for slug, seed in failed)} (see logs/)" if failed else "")
+            + (f"; failed: {', '.join(failed)} (see logs/)" if failed else "")
             + ".", f"- Seconds per run, training + evaluation, mean over runs: {', '.join(seconds)}.", ""]
 
 
@@ -302,7 +337,9 @@ def write_report(setup, out, command, started, failed=(), report=False):
     runs, first, key = read_runs(setup, out, report), setup.arms[0].label, setup.metric or HEADLINE
     bases = base_metrics(runs)
     title = f"{', '.join(a.label for a in setup.arms)} on {settings(setup)['task']}, {len(setup.seeds)} runs each"
-    found, where = read_searches(setup, ROOT) if setup.search else ({}, {})
+    blocks = [os.path.join(ROOT, b) for b in setup.search.get("blocks", [])] if setup.search and report else \
+        [os.path.join(out, "runs")]
+    found, where = read_searches(setup, blocks) if setup.search else ({}, {})
     lines = [f"# results.compare: {title}", ""]
     if key == "solved":
         lines += ["Problems solved by search per run, the deciding pairs; the method labels are permuted over runs "
@@ -368,10 +405,12 @@ def main(argv=None, in_process=False, echo=print):
         return 2
     if not report:
         write_config(setup, out)
-    failed = [] if report else run_all(setup, out, jobs, in_process, echo)
+    failed = [] if report else [f"{slug}-s{seed}" for slug, seed in run_all(setup, out, jobs, in_process, echo)]
+    if setup.search and not report:
+        failed += run_searches(setup, out, jobs, in_process, echo)
     write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed, report)
     print(f"compare: {time.time() - started:.0f} s; {os.path.join(out, 'compare.md')}"
-          + (f"; FAILED: {', '.join(f'{slug}-s{seed}' for slug, seed in failed)}" if failed else ""))
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
 

@@ -136,17 +136,22 @@ def read_config(path):
                  metric=c.get("metric"), search=c.get("search"), pairs=tuple(map(tuple, pairs)))
 
 
-SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "rule": str, "blocks": list, "arms": list, "pairs": list,
-        "secondary": list}
+SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "problems": int, "screen": int, "rule": str,
+               "temperature": (int, float), "search_seed": int, "blocks": list, "arms": list, "pairs": list,
+               "secondary": list}
 
 
 def check_search(s, slugs, where):
     """A configuration's "search" as results.compare reads it; a mistake -> ValueError naming what is wrong."""
-    if not isinstance(s, dict) or set(s) - set(SEARCH_KEYS) or {"budgets", "blocks", "pairs"} - set(s):
-        raise ValueError(f"{where}: \"search\" needs budgets, blocks and pairs, and knows only "
-                         f"{', '.join(SEARCH_KEYS)}")
-    if not all(isinstance(s[k], kind) for k, kind in SEARCH_KEYS.items() if k in s):
-        raise ValueError(f"{where}: \"search\": {', '.join(f'{k} is {t.__name__}' for k, t in SEARCH_KEYS.items())}")
+    if not isinstance(s, dict) or set(s) - set(SEARCH_KEYS) or {"budgets", "pairs"} - set(s):
+        raise ValueError(f"{where}: \"search\" needs budgets and pairs, and knows only {', '.join(SEARCH_KEYS)}")
+    if not all(isinstance(s[k], kind) for k, kind in SEARCH_KEYS.items() if k in s) or not s["budgets"] or not all(
+            isinstance(b, int) and b > 0 for b in s["budgets"]):
+        raise ValueError(f"{where}: \"search\": budgets are positive integers; " + ", ".join(
+            f"{k} is {'a number' if isinstance(t, tuple) else t.__name__}" for k, t in SEARCH_KEYS.items()))
+    if "hard" not in s and not {"screen", "problems"} <= set(s):
+        raise ValueError(f"{where}: \"search\" needs a committed \"hard\" set, or \"screen\" and \"problems\" to "
+                         "choose one before any search")
     known = set(slugs) | {a.get("slug") for a in s.get("arms", []) if isinstance(a, dict)}
     for a, b in s["pairs"] + s.get("secondary", []):
         if a not in known or b not in known:

@@ -7,24 +7,35 @@ reward is maxed. The hard set is chosen by a rule stated and fixed before any se
 problems solved per run, compared over runs (runstats.py:blocked_comparison: the method labels permuted within each
 block of runs that share one warm start), with Holm's rule within each family of pairs.
 
-A configuration's "search" (docs/compare.md) says where the results are and what decides:
+A configuration's "search" (docs/compare.md) says what is searched and what decides:
     budgets            answers per problem that the tables show; the last one decides
-    hard, rule         the committed hard set (its "unsolved" test indices) and the rule that chose it, in words
-    blocks             the directories of the results, one block per warm start; a run's files there are
-                       evolve-SLUG-sSEED.json (search) and sample-SLUG-sSEED.json (plain sampling), each with its
-                       problems and, per problem, solved_at: the answers spent when a program first equalled the target
-    arms               weights searched besides the trained arms': a label and a slug each (GRPO stopped early, the
-                       warm start)
+    hard, problems     a committed hard set (its "unsolved" test indices) and how many of them; without "hard",
+    screen             results.compare screens the first `screen` held-out problems with the warm start before any
+                       search (48 answers at T = 0.7 at each m of the arms, seed 0): a problem is hard when none of
+                       them equals the target, and OUT/hard.json keeps the rule and the first `problems` of them
+    rule               the rule in words
+    temperature        of the search and the sampling (default 1.0); search_seed: run s searches with search_seed + s
+    arms               weights searched besides the trained arms': a label and a slug each. The command searches the
+                       warm start (slug "base", one answer per call); others, such as GRPO stopped early, are read
+                       from committed blocks only
+    blocks             for --report, the directories of committed results, one block per warm start (a comparison
+                       run here has one block, OUT/runs)
     pairs, secondary   [A slug, B slug]: the deciding pairs and the secondary ones; Holm's rule runs within each
+Each run's results are two files beside its run directory, evolve-SLUG-sSEED.json (search) and sample-SLUG-sSEED.json
+(plain sampling), with the problems and, per problem, solved_at: the answers spent when a program first equalled the
+target (None: never).
 """
 import json
 import os
+import time
 
 import numpy as np
 
+from results.jobs import ROOT, base_file, run_name
 from results.runstats import blocked_comparison, describe, paired_comparison
 
 KINDS = {"evolve": "search", "sample": "sampling"}
+SCREEN_ANSWERS, BASE = 48, "base"   # the screen's answers per problem and m; the warm start's slug
 def arms_of(setup):
     """{slug: label} of every searched arm: the trained arms, then the search's own."""
     return {**{a.slug: a.label for a in setup.arms}, **{a["slug"]: a["label"] for a in setup.search.get("arms", [])}}
@@ -36,12 +47,12 @@ def solved(result, budget):
             if r["solved_at"] is not None and r["solved_at"] <= budget}
 
 
-def read_searches(setup, root):
+def read_searches(setup, blocks):
     """({kind: {slug: {seed: the file}}}, {seed: its block}) of the seeds whose files every arm has in one block.
-    root: where the blocks' directories are relative to."""
+    blocks: the blocks' directories."""
     found, where = {kind: {slug: {} for slug in arms_of(setup)} for kind in KINDS}, {}
-    for block in setup.search["blocks"]:
-        directory = os.path.join(root, block)
+    for block in blocks:
+        directory = block
         for seed in setup.seeds:
             paths = {(kind, slug): os.path.join(directory, f"{kind}-{slug}-s{seed}.json")
                      for kind in KINDS for slug in arms_of(setup)}
@@ -147,3 +158,90 @@ def search_lines(setup, found, where, task=None):
                                                           per_run(found, "sample", a, top)), 1)] for a in names],
                    note=None) + [""]
     return lines
+
+
+# ------------------------------------------------------------------------------------------ running the search
+def hard_path(setup, out):
+    """The hard set's file: the configuration's committed "hard", else OUT/hard.json (written once by the screen,
+    before any search)."""
+    return os.path.join(ROOT, setup.search["hard"]) if setup.search.get("hard") else os.path.join(out, "hard.json")
+
+
+def write_json(path, value):
+    from runs.dirs import machine
+    with open(path + ".tmp", "w") as f:
+        json.dump({**value, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f)
+    os.replace(path + ".tmp", path)
+
+
+def screen_job(ckpt, ms, n, path):
+    """The rule that fixes the hard set before any search: the warm start's 48 answers (T = 0.7, evaluate.py's
+    streams, seed 0) at each m of ms on the first n held-out problems; a problem is hard when none of them equals
+    the target. Writes path with the rule and the hard problems' test indices in order ("unsolved"). -> 0."""
+    from evaluate import evaluate
+    from runs.cli import load_run
+    model, _, task, _ = load_run(ckpt)
+    problems, hit = task.problems("test", n, seed=0), np.zeros(n, dtype=bool)
+    for m in ms:
+        metrics, _ = evaluate(model, task, problems, m, [SCREEN_ANSWERS], SCREEN_ANSWERS, 0.7, seed=0)
+        hit |= np.asarray(metrics["solved_target_per_problem"]) > 0
+    write_json(path, {"rule": f"no answer of the warm start's screens ({SCREEN_ANSWERS} answers at T = 0.7 at each m "
+                              f"of {list(ms)}, seed 0) equals the target", "screened": n, "m": list(ms),
+                      "unsolved": [i for i in range(n) if not hit[i]]})
+    return 0
+
+
+def search_job(kind, ckpt, m, hard, problems, budget, temperature, seed, rl_seed, path):
+    """Evolutionary search (kind "evolve") or plain sampling ("sample") from the weights at ckpt (m: answers per
+    call, None: the run's) on the first `problems` of the hard set's file, `budget` answers per problem. -> 0."""
+    import search
+    from runs.cli import eval_weights, load_run
+    model, run, task, m0 = load_run(ckpt)
+    with open(hard) as f:
+        ids = json.load(f)["unsolved"][:problems]
+    pool = task.problems("test", max(ids) + 1, seed=0) if ids else []
+    t0 = time.perf_counter()
+    results = (search.evolve if kind == "evolve" else search.sample_until_solved)(
+        model, task, [pool[i] for i in ids], m or m0, budget, "answers", temperature=temperature, seed=seed,
+        weights=eval_weights(run, task))
+    write_json(path, {"kind": kind, "ckpt": ckpt, "m": m or m0, "budget": budget, "unit": "answers",
+                      "temperature": temperature, "seed": seed, "rl_seed": rl_seed, "problems": ids,
+                      "results": results, "solved": sum(r["solved_at"] is not None for r in results),
+                      "seconds": round(time.perf_counter() - t0, 1)})
+    return 0
+
+
+def answers_per_call(setup, arm):
+    """The m of an arm's runs, as train.py's flags give it."""
+    import train
+    from runs.cli import answers_per_rollout
+    a = train.get_parser().parse_args([*setup.argv(arm, setup.seeds_of(arm)[0]), "--out_dir", "x"])
+    return answers_per_rollout(a.algo, a.num_answers)
+
+
+def search_queue(setup, out):
+    """The jobs of results/jobs.py:run_queue that search from every finished run and from the warm start, each
+    waiting for the files it needs; the screen first where the hard set is not fixed yet. Files already there are
+    kept (a comparison resumes)."""
+    s, runs = setup.search, os.path.join(out, "runs")
+    first = setup.arms[0]
+    base, hard = base_file(setup.argv(first, setup.seeds_of(first)[0]), runs), hard_path(setup, out)
+    queue = []
+    if not os.path.isfile(hard):
+        ms = sorted({1} | {answers_per_call(setup, a) for a in setup.arms})
+        queue.append({"fn": screen_job, "args": (base, ms, s["screen"], hard), "needs": [base], "name": "the screen"})
+    for seed in setup.seeds:
+        for slug in arms_of(setup):
+            arm = next((a for a in setup.arms if a.slug == slug), None)
+            if arm is not None and seed not in setup.seeds_of(arm):
+                continue
+            ckpt = base if arm is None else os.path.join(runs, run_name(arm, seed), "ckpt.pt")
+            done = arm is None or os.path.isfile(os.path.join(runs, run_name(arm, seed), "summary.json"))
+            for kind in KINDS:
+                path = os.path.join(runs, f"{kind}-{slug}-s{seed}.json")
+                if done and not os.path.isfile(path):
+                    queue.append({"fn": search_job, "needs": [hard, ckpt], "name": os.path.basename(path)[:-5],
+                                  "args": (kind, ckpt, 1 if arm is None else None, hard, s.get("problems"),
+                                           s["budgets"][-1], s.get("temperature", 1.0),
+                                           s.get("search_seed", 2000) + seed, seed, path)})
+    return queue

@@ -275,7 +275,7 @@ def write_config(tmp_path, **change):
     ({}, ["--metric", "solved"], "has no \"search\""),
     ({"pairs": [["VPO", "PPO"]]}, [], "\"pairs\" are [A, B] of two different arms' labels"),
     ({"metric": "solved"}, [], "\"solved\" needs a \"search\""),
-    ({"search": {"budgets": [8], "blocks": ["x"], "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
+    ({"search": {"budgets": [8], "hard": "x", "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
 ])
 def test_a_bad_configuration_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, change, extra, message):
     monkeypatch.setattr(compare, "run_all", lambda *a, **k: pytest.fail("a bad configuration was trained"))

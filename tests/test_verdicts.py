@@ -72,7 +72,7 @@ def test_a_training_verdict_of_results_md_is_what_report_computes(row):
 @pytest.fixture(scope="module")
 def search():
     setup = read_config(os.path.join(EXPERIMENTS, "code_search.json"))
-    found, where = read_searches(setup, compare.ROOT)
+    found, where = read_searches(setup, [os.path.join(compare.ROOT, b) for b in setup.search["blocks"]])
     return setup, found, where
 
 
@@ -125,3 +125,62 @@ def test_metric_chooses_the_headline(tmp_path):
     assert head.startswith("# results.compare") and "E_w[best@k] at the last step and the largest k" in head
     ds = paired(runs_of("maze_v3"), "VPO", "GRPO", "E_w[best@k]", [48], 1000)[1][48]
     assert f"| VPO − GRPO | 1000 | k=48 | 3 | {run_level(ds, 'VPO', 'GRPO')[0]} |" in head
+
+
+def tiny_search_config(tmp_path, **search):
+    """A code comparison on a tiny model with a search: the hard set chosen by the screen, 27 answers per problem."""
+    import json
+    c = {"task": "code", "seeds": [0, 1], "steps": 2, "eval_every": 2,
+         "flags": ["--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6", "--n_layer",
+                   "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4",
+                   "--sft_batch_size", "8", "--no_figures"],
+         "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
+                  {"label": "VPO", "slug": "vpo", "flags": ["--algo", "vpo"]}],
+         "search": {"budgets": [9, 27], "screen": 4, "problems": 2, "arms": [{"label": "warm start", "slug": "base"}],
+                    "pairs": [["vpo", "grpo"]], "secondary": [["vpo", "base"]], **search}}
+    (tmp_path / "c.json").write_text(json.dumps(c))
+    return str(tmp_path / "c.json")
+
+
+def test_the_command_searches_after_training_and_resumes(tmp_path, capsys):
+    """Training, then the screen that fixes the hard set before any search, then search and plain sampling from every
+    run's final weights and from the warm start; compare.md's search section reads them. A second call changes no
+    file of the first."""
+    config, out = tiny_search_config(tmp_path), tmp_path / "out"
+    argv = ["--config", config, "--jobs", "1", "--out", str(out), "--metric", "solved"]
+    assert compare.main(argv, in_process=True) == 0
+    hard = compare.read_json(str(out / "hard.json"))
+    assert hard["screened"] == 4 and hard["m"] == [1, 3] and "equals the target" in hard["rule"]
+    names = sorted(p.name for p in (out / "runs").glob("*-s*.json"))
+    assert names == sorted(f"{kind}-{slug}-s{seed}.json" for kind in ("evolve", "sample")
+                           for slug in ("grpo", "vpo", "base") for seed in (0, 1))
+    result = compare.read_json(str(out / "runs" / "evolve-vpo-s1.json"))
+    assert result["budget"] == 27 and result["m"] == 3 and result["seed"] == 2001 and len(result["results"]) == \
+        len(result["problems"]) == len(hard["unsolved"][:2])
+    assert compare.read_json(str(out / "runs" / "evolve-base-s0.json"))["m"] == 1
+    text = (out / "compare.md").read_text()
+    assert "| VPO − GRPO | 27 answers | 2 and 2 |" in text and "## Search" in text and (out / "search.png").is_file()
+    before = {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")}
+    capsys.readouterr()
+    assert compare.main(argv, in_process=True) == 0
+    assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")} == before
+
+
+@pytest.mark.parametrize("search, message", [
+    ({"arms": [{"label": "warm start", "slug": "base"}, {"label": "early", "slug": "grpo_early"}]},
+     "search arm 'grpo_early'"),
+    ({"budgets": [9]}, "below one round of evolve's (27)"),
+    ({"screen": None, "problems": None}, "needs a committed \"hard\" set, or \"screen\" and \"problems\""),
+    ({"hard": "results/no/such.json"}, "the hard set results/no/such.json does not exist"),
+])
+def test_a_search_that_cannot_run_is_one_line_and_writes_nothing(tmp_path, capsys, search, message):
+    import json
+    config = tiny_search_config(tmp_path, **search)
+    c = json.loads(open(config).read())
+    c["search"] = {k: v for k, v in c["search"].items() if v is not None}
+    open(config, "w").write(json.dumps(c))
+    out = tmp_path / "out"
+    assert compare.main(["--config", config, "--out", str(out)], in_process=True) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not out.exists()
