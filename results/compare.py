@@ -44,8 +44,8 @@ from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_que
 from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, per_run, read_searches, search_lines,
                               search_queue, verdict_rows)
-from results.tables import (RUN_HEADER, base_metrics, eval_steps, metric_lines, paired, paired_lines, read_json, read_run,
-                            run_level, run_note, table)
+from results.tables import (RUN_HEADER, at_step, base_metrics, eval_steps, metric_lines, paired, paired_lines,
+                            read_json, read_run, run_level, run_note, table)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
@@ -263,7 +263,23 @@ def read_runs(setup, out, report=False):
             d = next((d for d in ds if os.path.isfile(os.path.join(d, "summary.json"))), None)
             if d:
                 found.setdefault(arm.label, []).append(read_run(d, seed, arm.slug))
+    for s in setup.stopped:
+        for r in found.get(s["arm"], []):
+            path = os.path.join(r["dir"], "validation.json")
+            metrics = at_step(r, stop_step(read_json(path))) if os.path.isfile(path) else None
+            if metrics:   # the weights at t*, on the test problems, read at the run's last step
+                found.setdefault(s["label"], []).append({**r, "evals": [], "stopped_at": stop_step(read_json(path)),
+                                                         "summary": {**r["summary"], "metrics": metrics,
+                                                                     "base_metrics": None}})
     return found
+
+
+def stop_step(validation):
+    """Early stopping: the evaluation step of highest pooled best@k at the largest k on the validation problems
+    (validation.json: {"pooled_best@k": {step: {k: value}}}); ties go to the earlier step."""
+    rows = validation["pooled_best@k"]
+    k = str(max(int(k) for row in rows.values() for k in row))
+    return int(max(rows, key=lambda step: (rows[step][k], -int(step))))
 
 
 # ------------------------------------------------------------------------------------------------- report
@@ -326,6 +342,9 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
             "add --no_base_eval. FLAGS and SLUG: " + "; ".join(f"{a.label}: `{shlex.join(a.flags)}`, {a.slug}"
                                                               + (f", {os.path.relpath(a.dir)}" if report and a.dir
                                                                  else "") for a in setup.arms) + ".",
+            *[f"- {s['label']}: {s['arm']}'s weights at its best step on validation problems (steps "
+              f"{', '.join(str(r['stopped_at']) for r in runs.get(s['label'], []))}), evaluated on the test problems "
+              "and shown at the arm's last step." for s in setup.stopped],
             "- Finished runs: " + ", ".join(f"{a.label} {len(runs.get(a.label, []))} of {len(setup.seeds_of(a))}"
                                             for a in setup.arms)
             + (f"; failed: {', '.join(failed)} (see logs/)" if failed else "")

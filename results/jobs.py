@@ -35,8 +35,9 @@ class Setup:
     """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
     of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
     directory of --out), the arms whose first run evaluates the base (their slugs; None: every arm's), the headline
-    metric (None: pooled best@k), the search evaluation (results/searched.py; None: none) and the pairs (A label,
-    B label) compared besides every arm against the first."""
+    metric (None: pooled best@k), the search evaluation (results/searched.py; None: none), the pairs (A label,
+    B label) compared besides every arm against the first, and the arms stopped early ({"arm": label, "label":
+    its name stopped early}: each run's weights at its best step on validation problems, from its validation.json)."""
     arms: tuple
     seeds: tuple
     train_args: tuple
@@ -45,6 +46,7 @@ class Setup:
     metric: str = None
     search: dict = None
     pairs: tuple = ()
+    stopped: tuple = ()
 
     def argv(self, arm, seed):
         """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
@@ -66,7 +68,8 @@ def run_name(arm, seed):
 
 
 KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
-        "arms": list, "dir": str, "metric": str, "search": dict, "pairs": list}
+        "arms": list, "dir": str, "metric": str, "search": dict, "pairs": list,
+        "stopped": list}
 METRICS = ("pooled_best@k", "best@k", "E_w[best@k]", "pass@k", "solved")   # the headlines --metric may choose
 ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
 
@@ -128,12 +131,17 @@ def read_config(path):
             check_search(c["search"], [a.slug for a in arms], f"--config {path}")
         except ValueError as e:
             raise UsageError(str(e))
-    labels = {a.label for a in arms}
+    labels, stopped = {a.label for a in arms}, c.get("stopped", [])
+    if not all(isinstance(s, dict) and set(s) == {"arm", "label"} and s["arm"] in labels for s in stopped) or \
+            len(labels | {s["label"] for s in stopped}) < len(labels) + len(stopped):
+        raise UsageError(f"--config {path}: \"stopped\" holds {{\"arm\": an arm's label, \"label\": a new label}}")
+    labels |= {s["label"] for s in stopped}
     pairs = c.get("pairs", [])
     if not all(isinstance(p, list) and len(p) == 2 and set(p) <= labels and p[0] != p[1] for p in pairs):
         raise UsageError(f"--config {path}: \"pairs\" are [A, B] of two different arms' labels")
     return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]),
-                 metric=c.get("metric"), search=c.get("search"), pairs=tuple(map(tuple, pairs)))
+                 metric=c.get("metric"), search=c.get("search"), pairs=tuple(map(tuple, pairs)),
+                 stopped=tuple(stopped))
 
 
 SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "problems": int, "screen": int, "rule": str,

@@ -274,6 +274,8 @@ def write_config(tmp_path, **change):
     ({"dir": "results/runs/nowhere"}, ["--report"], "results/runs/nowhere holds no runs"),
     ({}, ["--metric", "solved"], "has no \"search\""),
     ({"pairs": [["VPO", "PPO"]]}, [], "\"pairs\" are [A, B] of two different arms' labels"),
+    ({"stopped": [{"arm": "PPO", "label": "early PPO"}]}, [], "\"stopped\" holds"),
+    ({"stopped": [{"arm": "GRPO", "label": "VPO"}]}, [], "\"stopped\" holds"),
     ({"metric": "solved"}, [], "\"solved\" needs a \"search\""),
     ({"search": {"budgets": [8], "hard": "x", "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
 ])

@@ -43,6 +43,12 @@ TRAINING = {
     ("maze: VPO − Max@k", "best@48, step 1000"): ("maze_rerun", "VPO (rerun)", "Max@k (rerun)", "pooled_best@k", 48,
                                                   1000),
     ("code v2: VPO − GRPO", "pass@12, step 500"): ("code_v2", "VPO", "GRPO", "pass@k", 12, 500),
+    ("maze: VPO − early-stopped GRPO", "best@3, VPO at step 1000"): ("maze_rerun", "VPO (rerun)",
+                                                                     "early-stopped GRPO (rerun)", "pooled_best@k", 3,
+                                                                     1000),
+    ("maze: VPO − early-stopped GRPO", "best@48, VPO at step 1000"): ("maze_rerun", "VPO (rerun)",
+                                                                      "early-stopped GRPO (rerun)", "pooled_best@k",
+                                                                      48, 1000),
     ("code v2: VPO − matched GRPO", "pass@48, step 500"): ("code_v2", "VPO", "matched GRPO", "pass@k", 48, 500),
 }
 
