@@ -5,11 +5,15 @@ Stage 1 on the code reward on hidden tests (results/PLAN_HELDOUT.md): the GRPO g
     python -m results.heldout --grid --out out/heldout-grid   # the runs of a grid still training
     python -m results.heldout --sample out/heldout-grid --into results/runs/code-heldout-grid   # cache answers
     python -m results.heldout --read results/runs/code-heldout-grid                # print what every run wrote
+    python -m results.heldout --collect out/heldout-grid --into results/runs/code-heldout-grid   # finished runs' files
 
 The criterion, fixed by the plan: on the validation problems (test indices 64-127), the mean over k = 1, 3, 6, 12,
 24, 48 of pooled pass_target@k at step 500, from each problem's count of answers equal to the target (m = 1: the
 pool is the run's 48 answers, so pooled pass_target@k is pass@k of Chen et al. over that count). The highest wins;
 a tie within 0.01 goes to the smaller learning rate, then to the larger KL coefficient.
+
+--collect copies each finished run's small files (summary.json, eval.jsonl, and log.jsonl gzipped: the hack rates
+along training) and the warm start's log into the committed runs' directory, to be committed as runs finish.
 
 --sample caches, once per run, 12 answers on each of the first 4 report problems at T = 0.7 with fixed seeds, from
 every finished run's final weights in OUT/runs and from the warm start at m = 1 and m = 3 (answers.json in the
@@ -18,8 +22,10 @@ and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every re
 """
 import argparse
 import glob
+import gzip
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -89,6 +95,30 @@ def grid_lines(setup, runs):
     return lines
 
 
+def collect(out, into):
+    """Copy the small files of every finished run in OUT/runs (and the warm start's log) into INTO, skipping those
+    already there; log.jsonl is written gzipped. -> the names of the runs added."""
+    added = []
+    for summary in sorted(glob.glob(os.path.join(out, "runs", "*", "summary.json"))):
+        run = os.path.dirname(summary)
+        dest = os.path.join(into, os.path.basename(run))
+        if os.path.isfile(os.path.join(dest, "summary.json")):
+            continue
+        os.makedirs(dest, exist_ok=True)
+        shutil.copyfile(os.path.join(run, "eval.jsonl"), os.path.join(dest, "eval.jsonl"))
+        with open(os.path.join(run, "log.jsonl"), "rb") as f, gzip.open(os.path.join(dest, "log.jsonl.gz"), "wb") as g:
+            shutil.copyfileobj(f, g)
+        shutil.copyfile(summary, os.path.join(dest, "summary.json"))   # last: its presence marks the run complete
+        added.append(os.path.basename(run))
+    for log in glob.glob(os.path.join(out, "runs", "base", "*", "log.jsonl")):
+        dest = os.path.join(into, "base", os.path.basename(os.path.dirname(log)))
+        if os.path.isfile(os.path.join(os.path.dirname(log), "ckpt.pt")) and not os.path.isdir(dest):
+            os.makedirs(dest)
+            with open(log, "rb") as f, gzip.open(os.path.join(dest, "log.jsonl.gz"), "wb") as g:
+                shutil.copyfileobj(f, g)
+    return added
+
+
 def sample(out, into):
     """Add to INTO/answers.json the answers of every finished run's final weights in OUT/runs (and of the warm start
     at m = 1 and 3) not yet there. -> the names added."""
@@ -144,7 +174,14 @@ def main(argv=None):
                    "directory) into --into")
     p.add_argument("--into", help="the committed runs' directory that holds answers.json")
     p.add_argument("--read", metavar="DIR", help="print the cached answers of DIR/answers.json")
+    p.add_argument("--collect", metavar="OUT", help="copy the finished runs' small files of OUT into --into")
     args = p.parse_args(argv)
+    if args.collect:
+        if not args.into or not os.path.isdir(os.path.join(args.collect, "runs")):
+            print("error: --collect OUT needs OUT/runs and --into DIR", file=sys.stderr)
+            return 2
+        print(f"collected {', '.join(collect(args.collect, args.into)) or 'no new run'}")
+        return 0
     if args.sample or args.read:
         from tasks import get_task
         where = args.read or args.into
@@ -159,7 +196,7 @@ def main(argv=None):
             print("\n".join(read_lines(args.read, get_task("code"))))
         return 0
     if not args.grid:
-        p.error("nothing to do: pass --grid, --sample or --read")
+        p.error("nothing to do: pass --grid, --collect, --sample or --read")
     try:
         setup = read_config(GRID)
     except UsageError as e:

@@ -70,3 +70,29 @@ def test_read_marks_what_each_answer_is(tmp_path):
         pieces = "" if p.family == "step3" else "p"   # a three-level target's constant pieces are not counted
         assert line == f"  `{p.target}` (=), `{lookup}` (s{pieces}), `x.real`", line
     assert heldout.main(["--read", str(tmp_path)]) == 0
+
+
+def test_collect_copies_finished_runs_only(tmp_path):
+    """--collect: a finished run's summary, evaluations and gzipped log, the warm start's log; an unfinished run and
+    a run already collected are left alone."""
+    import gzip
+    out, into = tmp_path / "out", tmp_path / "into"
+    for name, done in (("grpo-s0", True), ("vpo-s0", False)):
+        d = out / "runs" / name
+        d.mkdir(parents=True)
+        (d / "log.jsonl").write_text('{"step": 1, "hack_pieces": 0.5}\n')
+        (d / "eval.jsonl").write_text('{"step": 1}\n')
+        if done:
+            (d / "summary.json").write_text('{"metrics": {}}')
+    base = out / "runs" / "base" / "code-x"
+    base.mkdir(parents=True)
+    (base / "log.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
+    (base / "ckpt.pt").write_text("weights")
+    assert heldout.main(["--collect", str(out), "--into", str(into)]) == 0
+    assert sorted(os.listdir(into)) == ["base", "grpo-s0"]
+    assert sorted(os.listdir(into / "grpo-s0")) == ["eval.jsonl", "log.jsonl.gz", "summary.json"]
+    assert gzip.open(into / "grpo-s0" / "log.jsonl.gz", "rt").read() == '{"step": 1, "hack_pieces": 0.5}\n'
+    assert gzip.open(into / "base" / "code-x" / "log.jsonl.gz", "rt").read() == '{"step": 1, "loss": 2.0}\n'
+    (into / "grpo-s0" / "eval.jsonl").write_text("kept")
+    assert heldout.collect(str(out), str(into)) == [] and (into / "grpo-s0" / "eval.jsonl").read_text() == "kept"
+    assert heldout.main(["--collect", str(tmp_path / "nowhere"), "--into", str(into)]) == 2
