@@ -6,6 +6,7 @@ Stage 1 on the code reward on hidden tests (results/PLAN_HELDOUT.md): the GRPO g
     python -m results.heldout --sample out/heldout-grid --into results/runs/code-heldout-grid   # cache answers
     python -m results.heldout --read results/runs/code-heldout-grid                # print what every run wrote
     python -m results.heldout --collect out/heldout-grid --into results/runs/code-heldout-grid   # finished runs' files
+    python -m results.heldout --report                        # the comparison's tables and verdicts (committed runs)
 
 The criterion, fixed by the plan: on the validation problems (test indices 64-127), the mean over k = 1, 3, 6, 12,
 24, 48 of pooled pass_target@k at step 500, from each problem's count of answers equal to the target (m = 1: the
@@ -13,7 +14,14 @@ pool is the run's 48 answers, so pooled pass_target@k is pass@k of Chen et al. o
 a tie within 0.01 goes to the smaller learning rate, then to the larger KL coefficient.
 
 --collect copies each finished run's small files (summary.json, eval.jsonl, and log.jsonl gzipped: the hack rates
-along training) and the warm start's log into the committed runs' directory, to be committed as runs finish.
+along training) and the warm start's log into the committed runs' directory, to be committed as runs finish, and
+records each run's block (blocks.json: the runs that share one warm start, named by a digest of its log).
+
+--report prints the comparison's plan-registered readings (results/experiments/code_heldout.json, from its committed
+runs or --out): pooled pass_target@k per arm at every evaluation step beside the warm start's, each run's value at
+step 500, the deciding pair and the secondary ones with the exact test over runs within blocks (runstats.py) and
+Holm's rule over the secondary ones, leave-one-run-out p's, and the hack rates along training (log.jsonl.gz) and at
+every evaluation.
 
 --sample caches, once per run, 12 answers on each of the first 4 report problems at T = 0.7 with fixed seeds, from
 every finished run's final weights in OUT/runs and from the warm start at m = 1 and m = 3 (answers.json in the
@@ -23,7 +31,9 @@ and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every re
 import argparse
 import glob
 import gzip
+import hashlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -33,9 +43,16 @@ import numpy as np
 from metrics import pass_at_k
 from results.compare import read_runs
 from results.jobs import ROOT, read_config
+from results.runstats import blocked_comparison, describe, leave_one_out
+from results.tables import at_step, eval_steps
 from runs.cli import UsageError
 
 GRID = os.path.join(ROOT, "results", "experiments", "code_heldout_grid.json")
+COMPARISON = os.path.join(ROOT, "results", "experiments", "code_heldout.json")
+TARGET = "pooled_pass_target@k"
+STEP = 500
+DECIDING = ("VPO", "GRPO", 48)                        # A − B in pooled pass_target@k at step 500
+SECONDARY = (("VPO", "GRPO", 1), ("VPO", "Multi-RLVR with the max", 48))   # with GRPO − warm start at 48, Holm
 KS = (1, 3, 6, 12, 24, 48)
 VALIDATION, REPORT = range(64, 128), range(0, 64)
 TIE = 0.01
@@ -96,12 +113,28 @@ def grid_lines(setup, runs):
 
 
 def collect(out, into):
-    """Copy the small files of every finished run in OUT/runs (and the warm start's log) into INTO, skipping those
-    already there; log.jsonl is written gzipped. -> the names of the runs added."""
+    """Copy the small files of every finished run in OUT/runs into INTO, skipping those already there; log.jsonl is
+    written gzipped. The warm start OUT's runs started from names their block: BLOCK, the first 8 hex digits of the
+    sha256 of its log (runs of one block share one warm start, bit for bit); INTO/blocks.json maps each run to it,
+    and the warm start's log goes to INTO/base/KEY-BLOCK/. -> the names of the runs added."""
+    bases = [log for log in glob.glob(os.path.join(out, "runs", "base", "*", "log.jsonl"))
+             if os.path.isfile(os.path.join(os.path.dirname(log), "ckpt.pt"))]
+    if len(bases) != 1:
+        raise ValueError(f"{out}/runs/base holds {len(bases)} finished warm starts; --collect needs exactly one")
+    with open(bases[0], "rb") as f:
+        text = f.read()
+    block = hashlib.sha256(text).hexdigest()[:8]
+    base = os.path.join(into, "base", f"{os.path.basename(os.path.dirname(bases[0]))}-{block}")
+    if not os.path.isdir(base):
+        os.makedirs(base)
+        with gzip.open(os.path.join(base, "log.jsonl.gz"), "wb") as g:
+            g.write(text)
+    path = os.path.join(into, "blocks.json")
+    blocks = json.load(open(path)) if os.path.isfile(path) else {}
     added = []
     for summary in sorted(glob.glob(os.path.join(out, "runs", "*", "summary.json"))):
         run = os.path.dirname(summary)
-        dest = os.path.join(into, os.path.basename(run))
+        name, dest = os.path.basename(run), os.path.join(into, os.path.basename(run))
         if os.path.isfile(os.path.join(dest, "summary.json")):
             continue
         os.makedirs(dest, exist_ok=True)
@@ -109,13 +142,11 @@ def collect(out, into):
         with open(os.path.join(run, "log.jsonl"), "rb") as f, gzip.open(os.path.join(dest, "log.jsonl.gz"), "wb") as g:
             shutil.copyfileobj(f, g)
         shutil.copyfile(summary, os.path.join(dest, "summary.json"))   # last: its presence marks the run complete
-        added.append(os.path.basename(run))
-    for log in glob.glob(os.path.join(out, "runs", "base", "*", "log.jsonl")):
-        dest = os.path.join(into, "base", os.path.basename(os.path.dirname(log)))
-        if os.path.isfile(os.path.join(os.path.dirname(log), "ckpt.pt")) and not os.path.isdir(dest):
-            os.makedirs(dest)
-            with open(log, "rb") as f, gzip.open(os.path.join(dest, "log.jsonl.gz"), "wb") as g:
-                shutil.copyfileobj(f, g)
+        blocks[name] = block
+        added.append(name)
+    with open(path + ".tmp", "w") as f:
+        json.dump(dict(sorted(blocks.items())), f, indent=0)
+    os.replace(path + ".tmp", path)
     return added
 
 
@@ -166,6 +197,112 @@ def read_lines(into, task):
                     "pieces, where the target is not."]
 
 
+def per_run(runs, label, step, k):
+    """{seed: pooled pass_target@k at step} of an arm's finished runs."""
+    return {r["seed"]: float(at_step(r, step)[TARGET][str(k)]) for r in runs.get(label, []) if at_step(r, step)}
+
+
+def by_block(values, blocks, prefix):
+    """{block: [values]} of {seed: value}, the block of run PREFIX-sSEED from blocks.json (one block if absent)."""
+    out = {}
+    for seed, v in sorted(values.items()):
+        out.setdefault(blocks.get(f"{prefix}-s{seed}", "one"), []).append(v)
+    return out
+
+
+def holm(ps):
+    """Holm's adjusted p's, in the given order."""
+    order, adjusted, running = sorted(range(len(ps)), key=lambda i: ps[i]), [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def report_lines(setup, runs, blocks, logs):
+    """The comparison's readings as markdown lines (see --report). logs: {run name: its log rows}."""
+    slugs = {a.label: a.slug for a in setup.arms}
+    bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
+             if r["summary"].get("base_metrics")}
+    lines = [f"Pooled pass_target@k on the {next(iter(runs.values()))[0]['summary']['metrics']['problems']} report "
+             "problems, 48 answers at T = 0.7: mean ± sd over runs (n runs) at each evaluation step; the warm start "
+             "at the arm's m.", "", f"| arm | step | runs | {' | '.join(f'k={k}' for k in KS)} |",
+             "|---" * (len(KS) + 3) + "|"]
+    for label, rs in runs.items():
+        m = rs[0]["summary"]["metrics"]["m"]
+        if m in bases:
+            lines.append(f"| {label} | warm start | - | "
+                         + " | ".join(f"{bases[m][TARGET][str(k)]:.3f}" for k in KS) + " |")
+        for step in eval_steps(rs):
+            cells = []
+            for k in KS:
+                v = list(per_run(runs, label, step, k).values())
+                cells.append(f"{np.mean(v):.3f} ± {np.std(v):.3f}" if v else "-")
+            lines.append(f"| {label} | {step} | {len(per_run(runs, label, step, 1))} | {' | '.join(cells)} |")
+    lines += ["", f"Each run's pooled pass_target@48 at step {STEP}:", ""]
+    lines += [f"- {label}: " + ", ".join(f"s{seed} {v:.3f}" for seed, v in per_run(runs, label, STEP, 48).items())
+              for label in runs]
+    rows, secondary = [], []
+    for i, (a, b, k) in enumerate((DECIDING, *SECONDARY)):
+        va, vb = per_run(runs, a, STEP, k), per_run(runs, b, STEP, k)
+        if min(len(va), len(vb)) < 2:
+            continue
+        c = blocked_comparison(by_block(va, blocks, slugs[a]), by_block(vb, blocks, slugs[b]), a, b)
+        loo = [x.p for _, _, x in leave_one_out(va, vb, lambda x, y: blocked_comparison(
+            by_block(x, blocks, slugs[a]), by_block(y, blocks, slugs[b])))]
+        rows.append([f"{a} − {b}", f"k={k}", f"{len(va)} / {len(vb)}", describe(c), f"{c.p:.3g}",
+                     f"{min(loo):.3g}-{max(loo):.3g}" if loo else "-", "deciding" if i == 0 else ""])
+        if i:
+            secondary.append((len(rows) - 1, c.p))
+    g = per_run(runs, "GRPO", STEP, 48)
+    if g and 1 in bases:   # GRPO against the warm start's single value: the share of runs below it, exact
+        below, base = sum(v < bases[1][TARGET]["48"] for v in g.values()), bases[1][TARGET]["48"]
+        p = 2 * min(0.5 ** len(g) * sum(math.comb(len(g), j) for j in range(below, len(g) + 1)),
+                    0.5 ** len(g) * sum(math.comb(len(g), j) for j in range(0, below + 1)))
+        rows.append(["GRPO − warm start", "k=48", f"{len(g)} / -", f"{np.mean(list(g.values())) - base:+.3f}, "
+                     f"{below} of {len(g)} runs below", f"{min(1.0, p):.3g}", "-", ""])
+        secondary.append((len(rows) - 1, min(1.0, p)))
+    for (row, _), adjusted in zip(secondary, holm([p for _, p in secondary])):
+        rows[row][-1] = f"secondary, Holm {adjusted:.3g}"
+    lines += ["", f"Pooled pass_target@k at step {STEP}, the exact test over runs within blocks (runstats.py); the "
+              "GRPO − warm start row is a sign test of the runs against the warm start's one value:", "",
+              "| pair | k | runs | difference [95% interval], p | p | leaving one run out | role |",
+              "|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "Hack rates (CodeTask.hacks): the share of sampled answers that fit every shown test and are not the "
+              "target (fits) and of programs of constant pieces (pieces), per arm, mean over runs, by 100 steps of "
+              "training, then at the final evaluation:", "",
+              "| arm | " + " | ".join(f"{s + 1}-{s + 100}" for s in range(0, STEP, 100)) + " | final evaluation |",
+              "|---" * 7 + "|"]
+    for label, rs in runs.items():
+        cells = []
+        for lo in range(0, STEP, 100):
+            fits = [row["hack_fits_shown"] for r in rs for row in logs.get(f"{slugs[label]}-s{r['seed']}", [])
+                    if lo < row["step"] <= lo + 100 and "hack_fits_shown" in row]
+            pieces = [row["hack_pieces"] for r in rs for row in logs.get(f"{slugs[label]}-s{r['seed']}", [])
+                      if lo < row["step"] <= lo + 100 and row.get("hack_pieces") is not None]
+            cells.append(f"{np.mean(fits):.3f} / {np.mean(pieces):.3f}" if fits and pieces else "-")
+        final = [r["summary"]["metrics"].get("hack_rate") for r in rs]
+        final = [h for h in final if h]
+        cells.append(f"{np.mean([h['fits_shown'] for h in final]):.3f} / "
+                     f"{np.mean([h['pieces'] for h in final if h['pieces'] is not None]):.3f}" if final else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines + ["", "Cells: fits / pieces."]
+
+
+def read_logs(runs):
+    """{run name: its log rows} from each run's log.jsonl.gz (or log.jsonl) where present."""
+    logs = {}
+    for rs in runs.values():
+        for r in rs:
+            for name, opener in (("log.jsonl.gz", gzip.open), ("log.jsonl", open)):
+                path = os.path.join(r["dir"], name)
+                if os.path.isfile(path):
+                    with opener(path, "rt") as f:
+                        logs[os.path.basename(r["dir"])] = [json.loads(line) for line in f if line.strip()]
+                    break
+    return logs
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grid", action="store_true", help="the grid's criterion table and its choice")
@@ -175,12 +312,33 @@ def main(argv=None):
     p.add_argument("--into", help="the committed runs' directory that holds answers.json")
     p.add_argument("--read", metavar="DIR", help="print the cached answers of DIR/answers.json")
     p.add_argument("--collect", metavar="OUT", help="copy the finished runs' small files of OUT into --into")
+    p.add_argument("--report", action="store_true", help="the comparison's readings, from its committed runs or "
+                   "--out")
     args = p.parse_args(argv)
+    if args.report:
+        if not os.path.isfile(COMPARISON):
+            print(f"error: {COMPARISON} is not written yet (the grid chooses its lr and KL first)", file=sys.stderr)
+            return 2
+        setup = read_config(COMPARISON)
+        runs = read_runs(setup, args.out, report=not args.out)
+        if not runs:
+            print("no finished run of the comparison yet")
+            return 0
+        where = args.out and os.path.join(args.out, "runs") or setup.dir
+        path = os.path.join(where, "blocks.json")
+        blocks = json.load(open(path)) if os.path.isfile(path) else {}
+        print("\n".join(report_lines(setup, runs, blocks, read_logs(runs))))
+        return 0
     if args.collect:
         if not args.into or not os.path.isdir(os.path.join(args.collect, "runs")):
             print("error: --collect OUT needs OUT/runs and --into DIR", file=sys.stderr)
             return 2
-        print(f"collected {', '.join(collect(args.collect, args.into)) or 'no new run'}")
+        try:
+            added = collect(args.collect, args.into)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"collected {', '.join(added) or 'no new run'}")
         return 0
     if args.sample or args.read:
         from tasks import get_task
@@ -196,7 +354,7 @@ def main(argv=None):
             print("\n".join(read_lines(args.read, get_task("code"))))
         return 0
     if not args.grid:
-        p.error("nothing to do: pass --grid, --collect, --sample or --read")
+        p.error("nothing to do: pass --grid, --report, --collect, --sample or --read")
     try:
         setup = read_config(GRID)
     except UsageError as e:

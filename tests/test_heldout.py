@@ -73,9 +73,10 @@ def test_read_marks_what_each_answer_is(tmp_path):
 
 
 def test_collect_copies_finished_runs_only(tmp_path):
-    """--collect: a finished run's summary, evaluations and gzipped log, the warm start's log; an unfinished run and
-    a run already collected are left alone."""
+    """--collect: a finished run's summary, evaluations and gzipped log, its block (the digest of its warm start's
+    log), the warm start's log; an unfinished run and a run already collected are left alone."""
     import gzip
+    import hashlib
     out, into = tmp_path / "out", tmp_path / "into"
     for name, done in (("grpo-s0", True), ("vpo-s0", False)):
         d = out / "runs" / name
@@ -87,12 +88,62 @@ def test_collect_copies_finished_runs_only(tmp_path):
     base = out / "runs" / "base" / "code-x"
     base.mkdir(parents=True)
     (base / "log.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
+    assert heldout.main(["--collect", str(out), "--into", str(into)]) == 2   # no finished warm start
     (base / "ckpt.pt").write_text("weights")
     assert heldout.main(["--collect", str(out), "--into", str(into)]) == 0
-    assert sorted(os.listdir(into)) == ["base", "grpo-s0"]
+    block = hashlib.sha256(b'{"step": 1, "loss": 2.0}\n').hexdigest()[:8]
+    assert sorted(os.listdir(into)) == ["base", "blocks.json", "grpo-s0"]
+    assert json.loads((into / "blocks.json").read_text()) == {"grpo-s0": block}
     assert sorted(os.listdir(into / "grpo-s0")) == ["eval.jsonl", "log.jsonl.gz", "summary.json"]
     assert gzip.open(into / "grpo-s0" / "log.jsonl.gz", "rt").read() == '{"step": 1, "hack_pieces": 0.5}\n'
-    assert gzip.open(into / "base" / "code-x" / "log.jsonl.gz", "rt").read() == '{"step": 1, "loss": 2.0}\n'
+    assert gzip.open(into / "base" / f"code-x-{block}" / "log.jsonl.gz", "rt").read() == '{"step": 1, "loss": 2.0}\n'
     (into / "grpo-s0" / "eval.jsonl").write_text("kept")
     assert heldout.collect(str(out), str(into)) == [] and (into / "grpo-s0" / "eval.jsonl").read_text() == "kept"
     assert heldout.main(["--collect", str(tmp_path / "nowhere"), "--into", str(into)]) == 2
+
+
+def test_holm_by_hand():
+    assert heldout.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert heldout.holm([0.5, 0.01]) == pytest.approx([0.5, 0.02])
+
+
+def fake_run(seed, slug, m, at500, at250, hacks, base=None):
+    """A finished run as tables.read_run gives it: pooled pass_target@k = at500 (at250) at every k."""
+    target = lambda v: {"pooled_pass_target@k": {str(k): v for k in heldout.KS}}
+    metrics = {**target(at500), "m": m, "problems": 64, "hack_rate": {"fits_shown": hacks[0], "pieces": hacks[1]}}
+    return {"seed": seed, "slug": slug, "dir": f"/nowhere/{slug}-s{seed}", "evals": [{"step": 250, **target(at250)}],
+            "summary": {"args": {"steps": 500}, "metrics": metrics, "base_metrics": base}}
+
+
+def test_report_by_hand():
+    """Three arms of three runs: the deciding pair's difference and exact p, Holm over the secondary ones, the sign
+    test against the warm start, the hack rates by 100 steps."""
+    from results.jobs import Arm
+    from results.runstats import label_p
+    arms = [Arm("GRPO", "grpo", ()), Arm("VPO", "vpo", ()), Arm("Multi-RLVR with the max", "multi_rlvr_max", ())]
+    setup = type("Setup", (), {"arms": arms})()
+    base1 = {"m": 1, "pooled_pass_target@k": {str(k): 0.8 for k in heldout.KS}}
+    runs = {"GRPO": [fake_run(s, "grpo", 1, v, 0.7, (0.1, 0.2), base1 if s == 0 else None)
+                     for s, v in enumerate((0.5, 0.6, 0.55))],
+            "VPO": [fake_run(s, "vpo", 3, v, 0.7, (0.0, 0.4)) for s, v in enumerate((0.7, 0.75, 0.65))],
+            "Multi-RLVR with the max": [fake_run(s, "multi_rlvr_max", 3, v, 0.7, (0.0, 0.1))
+                                        for s, v in enumerate((0.6, 0.7, 0.8))]}
+    logs = {"grpo-s0": [{"step": t, "hack_fits_shown": 0.5, "hack_pieces": None if t > 200 else 0.25}
+                        for t in range(1, 501)]}
+    lines = heldout.report_lines(setup, runs, {}, logs)
+    deciding = next(line for line in lines if line.startswith("| VPO − GRPO | k=48 |"))
+    p = label_p([0.7, 0.75, 0.65], [0.5, 0.6, 0.55])
+    assert "+0.150 [" in deciding and f"| {p:.3g} |" in deciding and deciding.endswith("| deciding |")
+    sign = next(line for line in lines if line.startswith("| GRPO − warm start |"))
+    assert "-0.250, 3 of 3 runs below" in sign and "| 0.25 |" in sign   # 2 x 1/8
+    ps = [float(next(line for line in lines if line.startswith(f"| {pair} | k={k} |")).split(" | ")[4])
+          for pair, k in (("VPO − GRPO", 1), ("VPO − Multi-RLVR with the max", 48), ("GRPO − warm start", 48))]
+    for (pair, k), adjusted in zip((("VPO − GRPO", 1), ("VPO − Multi-RLVR with the max", 48),
+                                    ("GRPO − warm start", 48)), heldout.holm(ps)):
+        assert next(line for line in lines if line.startswith(f"| {pair} | k={k} |")).endswith(
+            f"| secondary, Holm {adjusted:.3g} |")
+    assert "| GRPO | 250 | 3 | " + " | ".join(["0.700 ± 0.000"] * 6) + " |" in lines
+    assert "| GRPO | warm start | - | " + " | ".join(["0.800"] * 6) + " |" in lines
+    hack = next(line for line in lines if line.startswith("| GRPO | 0.500"))
+    assert hack == "| GRPO | 0.500 / 0.250 | 0.500 / 0.250 | - | - | - | 0.100 / 0.200 |"
+    assert "- VPO: s0 0.700, s1 0.750, s2 0.650" in lines
