@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,10 +39,10 @@ from dataclasses import replace
 import numpy as np
 
 from results.jobs import METRICS as HEADLINES
-from results.jobs import OWNED, ROOT, Arm, Setup, read_config, run_name, run_queue, train_entry, train_job
+from results.jobs import OWNED, ROOT, Arm, Setup, git, read_config, run_name, run_queue, train_entry, train_job
 from results.runstats import smallest_p
-from results.searched import (BASE, KINDS, answers_per_call, arms_of, per_run, read_searches, search_lines,
-                              search_queue, verdict_rows)
+from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, per_run, read_searches,
+                              run_args, search_lines, search_queue, verdict_rows)
 from results.tables import (RUN_HEADER, at_step, base_metrics, eval_steps, metric_lines, paired, paired_lines,
                             read_json, read_run, run_level, run_note, table)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
@@ -192,6 +191,10 @@ def check_search_run(setup):
     if other:
         raise UsageError(f"search arm {other[0]!r}: results.compare searches the trained arms' final weights and the "
                          f"warm start (slug {BASE!r}); other searched weights are read by --report only")
+    if "stopped" in s and not all(run_args(setup, a).keep_eval_ckpts and all(
+            k == 1 or k % answers_per_call(setup, a) == 0 for k in s["stopped"]["k"]) for a in setup.arms):
+        raise UsageError("search: \"stopped\" needs --keep_eval_ckpts in every arm's train.py flags (the weights of "
+                         "each evaluation step), and each k 1 or a multiple of every arm's answers per rollout")
     if s.get("hard") and not os.path.isfile(os.path.join(ROOT, s["hard"])):
         raise UsageError(f"search: the hard set {s['hard']} does not exist")
     need = max(min_budget(answers_per_call(setup, a)) for a in setup.arms)
@@ -275,11 +278,11 @@ def read_runs(setup, out, report=False):
 
 
 def stop_step(validation):
-    """Early stopping: the evaluation step of highest pooled best@k at the largest k on the validation problems
-    (validation.json: {"pooled_best@k": {step: {k: value}}}); ties go to the earlier step."""
+    """Early stopping on the maze's validation.json ({"pooled_best@k": {step: {k: value}}}): the step of highest
+    pooled best@k at the largest k; ties go to the earlier step (best_step)."""
     rows = validation["pooled_best@k"]
     k = str(max(int(k) for row in rows.values() for k in row))
-    return int(max(rows, key=lambda step: (rows[step][k], -int(step))))
+    return best_step({step: row[k] for step, row in rows.items()})
 
 
 # ------------------------------------------------------------------------------------------------- report
@@ -310,14 +313,9 @@ def verdict_lines(runs, pairs, key=HEADLINE):
 
 def commit():
     """The repository's commit ('abc1234', '+ uncommitted changes' where the work tree differs), or 'unknown'."""
-    try:
-        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return head + (" + uncommitted changes" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    head = git("rev-parse", "--short", "HEAD")
+    dirty = head and git("status", "--porcelain", "--untracked-files=no")
+    return (head or "unknown") + (" + uncommitted changes" if dirty else "")
 
 
 def configuration_lines(setup, out, runs, command, started, failed, report):

@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +147,13 @@ def read_config(path):
 
 SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "problems": int, "screen": int, "rule": str,
                "temperature": (int, float), "search_seed": int, "blocks": list, "arms": list, "pairs": list,
-               "secondary": list}
+               "secondary": list, "screen_answers": int, "distinct": bool, "exclude": list, "stopped": dict}
+STOPPED = "_stopped"   # the slug of an arm's runs stopped early, after the arm's: SLUG_stopped
+
+
+def index_range(r):
+    """Whether r is [first, end) of test indices: two integers, 0 <= first < end."""
+    return isinstance(r, list) and len(r) == 2 and all(type(i) is int for i in r) and 0 <= r[0] < r[1]
 
 
 def check_search(s, slugs, where):
@@ -160,7 +167,15 @@ def check_search(s, slugs, where):
     if "hard" not in s and not {"screen", "problems"} <= set(s):
         raise ValueError(f"{where}: \"search\" needs a committed \"hard\" set, or \"screen\" and \"problems\" to "
                          "choose one before any search")
+    if "exclude" in s and not index_range(s["exclude"]) or s.get("screen_answers", 1) < 1:
+        raise ValueError(f"{where}: \"search\": exclude is [first, end) of test indices, screen_answers positive")
+    stop = s.get("stopped", {"validation": [0, 1], "k": [1]})
+    if set(stop) != {"validation", "k"} or not index_range(stop["validation"]) or not stop["k"] or not all(
+            type(k) is int and 1 <= k <= 48 for k in stop["k"]):
+        raise ValueError(f"{where}: \"search\": \"stopped\" is {{\"validation\": [first, end) of test indices, "
+                         "\"k\": [k, ...] from 1 to 48}")
     known = set(slugs) | {a.get("slug") for a in s.get("arms", []) if isinstance(a, dict)}
+    known |= {slug + STOPPED for slug in slugs} if "stopped" in s else set()
     for a, b in s["pairs"] + s.get("secondary", []):
         if a not in known or b not in known:
             raise ValueError(f"{where}: search pair {a} − {b}: an arm not in the configuration")
@@ -172,6 +187,15 @@ def shared_args(c):
     RL steps, the evaluation interval and the flags."""
     return ["--task", c["task"], *[a for o in c.get("task_opt", []) for a in ("--task_opt", o)],
             *[a for key in ("steps", "eval_every") if key in c for a in (f"--{key}", str(c[key]))], *c.get("flags", [])]
+
+
+def git(*args):
+    """git's output in the repository (stripped), or None where git or the checkout is missing."""
+    try:
+        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def one_thread():

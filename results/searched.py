@@ -11,8 +11,12 @@ A configuration's "search" (docs/compare.md) says what is searched and what deci
     budgets            answers per problem that the tables show; the last one decides
     hard, problems     a committed hard set (its "unsolved" test indices) and how many of them; without "hard",
     screen             results.compare screens the first `screen` held-out problems with the warm start before any
-                       search (48 answers at T = 0.7 at each m of the arms, seed 0): a problem is hard when none of
-                       them equals the target, and OUT/hard.json keeps the rule and the first `problems` of them
+                       search (screen_answers, default 48, at T = 0.7 at each m of the arms, seed 0): a problem is
+                       hard when none of them equals the target, and OUT/hard.json keeps the rule and the hard ones
+    distinct, exclude  the screen tries one problem per function (Task.identity), none of the functions of the test
+                       problems [first, end) of exclude (`candidates`)
+    stopped            {"validation": [first, end), "k": [...]}: every trained arm's runs stopped early by one rule
+                       (validation_job), searched as SLUG_stopped from the weights at t*
     rule               the rule in words
     temperature        of the search and the sampling (default 1.0); search_seed: run s searches with search_seed + s
     arms               weights searched besides the trained arms': a label and a slug each. The command searches the
@@ -23,22 +27,29 @@ A configuration's "search" (docs/compare.md) says what is searched and what deci
     pairs, secondary   [A slug, B slug]: the deciding pairs and the secondary ones; Holm's rule runs within each
 Each run's results are two files beside its run directory, evolve-SLUG-sSEED.json (search) and sample-SLUG-sSEED.json
 (plain sampling), with the problems and, per problem, solved_at: the answers spent when a program first equalled the
-target (None: never).
+target (None: never); with "stopped", validation-SLUG-sSEED.json too. Each records the commit and the machine.
 """
 import json
 import os
+import re
 import time
 
 import numpy as np
 
-from results.jobs import ROOT, base_file, run_name
+from results.jobs import ROOT, STOPPED, base_file, git, run_name
 from results.runstats import blocked_comparison, describe, paired_comparison
 
 KINDS = {"evolve": "search", "sample": "sampling"}
-SCREEN_ANSWERS, BASE = 48, "base"   # the screen's answers per problem and m; the warm start's slug
+SCREEN_ANSWERS, BASE = 48, "base"   # the screen's answers per problem and m (default); the warm start's slug
+VALIDATION_ANSWERS, VALIDATION_T = 48, 0.7
+
+
 def arms_of(setup):
-    """{slug: label} of every searched arm: the trained arms, then the search's own."""
-    return {**{a.slug: a.label for a in setup.arms}, **{a["slug"]: a["label"] for a in setup.search.get("arms", [])}}
+    """{slug: label} of every searched arm: the trained arms, those stopped early (with a "stopped"), then the
+    search's own."""
+    stopped = {a.slug + STOPPED: f"{a.label} stopped early" for a in setup.arms} if "stopped" in setup.search else {}
+    return {**{a.slug: a.label for a in setup.arms}, **stopped,
+            **{a["slug"]: a["label"] for a in setup.search.get("arms", [])}}
 
 
 def solved(result, budget):
@@ -170,32 +181,89 @@ def hard_path(setup, out):
 def write_json(path, value):
     from runs.dirs import machine
     with open(path + ".tmp", "w") as f:
-        json.dump({**value, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f)
+        json.dump({**value, "commit": git("rev-parse", "HEAD") or "unknown", "machine": machine(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f)
     os.replace(path + ".tmp", path)
 
 
-def screen_job(ckpt, ms, n, path):
-    """The rule that fixes the hard set before any search: the warm start's 48 answers (T = 0.7, evaluate.py's
-    streams, seed 0) at each m of ms on the first n held-out problems; a problem is hard when none of them equals
-    the target. Writes path with the rule and the hard problems' test indices in order ("unsolved"). -> 0."""
-    from evaluate import evaluate
-    from runs.cli import load_run
-    model, _, task, _ = load_run(ckpt)
-    problems, hit = task.problems("test", n, seed=0), np.zeros(n, dtype=bool)
+def candidates(identities, n, distinct=False, exclude=None):
+    """The test indices among the first n that the screen tries, in order: none whose function (identities[i]:
+    Task.identity of test problem i) is that of an excluded problem (exclude: [first, end) of test indices), and
+    with distinct only the first problem of each function."""
+    seen, kept = set(identities[slice(*exclude)]) if exclude else set(), []
+    for i in range(n):
+        if identities[i] not in seen:
+            kept.append(i)
+            seen |= {identities[i]} if distinct else set()
+    return kept
+
+
+def screen_job(ckpt, ms, n, path, answers=SCREEN_ANSWERS, distinct=False, exclude=None):
+    """The rule that fixes the hard set before any search: the warm start samples `answers` answers per problem
+    (T = 0.7, in chunks, seed 0; search.py's sample_until_solved) at each m of ms on the candidates among the
+    first n held-out problems (`candidates`); a problem is hard when none of them equals the target. Writes path
+    with the rule and the hard problems' test indices in order ("unsolved"). -> 0."""
+    import search
+    from runs.cli import eval_weights, load_run
+    model, run, task, _ = load_run(ckpt)
+    pool = task.problems("test", max(n, exclude[1] if exclude else 0), seed=0)
+    ids = candidates([task.identity(p) for p in pool], n, distinct, exclude)
+    hit = np.zeros(len(ids), dtype=bool)
     for m in ms:
-        metrics, _ = evaluate(model, task, problems, m, [SCREEN_ANSWERS], SCREEN_ANSWERS, 0.7, seed=0)
-        hit |= np.asarray(metrics["solved_target_per_problem"]) > 0
-    write_json(path, {"rule": f"no answer of the warm start's screens ({SCREEN_ANSWERS} answers at T = 0.7 at each m "
-                              f"of {list(ms)}, seed 0) equals the target", "screened": n, "m": list(ms),
-                      "unsolved": [i for i in range(n) if not hit[i]]})
+        results = search.sample_until_solved(model, task, [pool[i] for i in ids], m, answers, "answers", 0.7, seed=0,
+                                             weights=eval_weights(run, task))
+        hit |= [r["solved_at"] is not None for r in results]
+    rule = (f"no answer of the warm start's screens ({answers} answers at T = 0.7 at each m of {list(ms)}, seed 0) "
+            "equals the target" + ", one problem per function" * distinct
+            + (f", no function of test problems {exclude[0]}-{exclude[1] - 1}" if exclude else ""))
+    write_json(path, {"rule": rule, "screened": n, "m": list(ms), "answers": answers, "candidates": len(ids),
+                      "unsolved": [i for i, h in zip(ids, hit) if not h]})
+    return 0
+
+
+def best_step(criterion):
+    """The step of the highest criterion ({step: value}, steps as ints or strings); ties: the earliest step."""
+    return max(sorted(map(int, criterion)), key=lambda step: criterion.get(step, criterion.get(str(step))))
+
+
+def validation_job(run, problems, ks, path):
+    """Early stopping by one rule for every arm: each kept evaluation checkpoint of the run directory (train.py
+    --keep_eval_ckpts: ckpt-stepN.pt; the final one ckpt.pt) is evaluated on the validation problems (test indices
+    [first, end) of problems, seed 0; VALIDATION_ANSWERS answers at T = 0.7, evaluate.py's seeded streams); the
+    criterion is the mean over ks of pooled pass_target@k (pooled pass@k on a task that cannot check the target),
+    t* its best step (best_step). Writes path with every step's values, t* ("step") and its weights ("ckpt",
+    relative to path's directory). -> 0."""
+    from evaluate import evaluate
+    from runs.cli import eval_weights, load_run
+    with open(os.path.join(run, "summary.json")) as f:
+        names = {json.load(f)["args"]["steps"]: "ckpt.pt"}
+    names.update({int(m[1]): m[0] for m in map(re.compile(r"ckpt-step(\d+)\.pt").fullmatch, os.listdir(run)) if m})
+    rows = {}
+    for step in sorted(names):
+        model, args, task, m = load_run(os.path.join(run, names[step]))
+        key = "pooled_pass_target@k" if task.checks_target else "pooled_pass@k"
+        metrics, _ = evaluate(model, task, task.problems("test", problems[1], seed=0)[problems[0]:], m,
+                              [k for k in ks if k % m == 0] or [m],
+                              VALIDATION_ANSWERS, VALIDATION_T, seed=0, weights=eval_weights(args, task))
+        rows[step] = {k: metrics[key][k] for k in ks}
+    criterion = {step: float(np.mean(list(row.values()))) for step, row in rows.items()}
+    t = best_step(criterion)
+    write_json(path, {"rule": f"the step of the highest mean over k = {ks} of {key} on test problems "
+                              f"{problems[0]}-{problems[1] - 1} ({VALIDATION_ANSWERS} answers at T = 0.7, seed 0); "
+                              "ties: the earliest", "problems": problems, key: rows, "criterion": criterion,
+                      "step": t, "ckpt": os.path.relpath(os.path.join(run, names[t]), os.path.dirname(path))})
     return 0
 
 
 def search_job(kind, ckpt, m, hard, problems, budget, temperature, seed, rl_seed, path):
     """Evolutionary search (kind "evolve") or plain sampling ("sample") from the weights at ckpt (m: answers per
-    call, None: the run's) on the first `problems` of the hard set's file, `budget` answers per problem. -> 0."""
+    call, None: the run's) on the first `problems` of the hard set's file, `budget` answers per problem; ckpt may be a
+    validation file (validation_job): the weights at its t*. -> 0."""
     import search
     from runs.cli import eval_weights, load_run
+    if ckpt.endswith(".json"):
+        with open(ckpt) as f:
+            ckpt = os.path.join(os.path.dirname(ckpt), json.load(f)["ckpt"])
     model, run, task, m0 = load_run(ckpt)
     with open(hard) as f:
         ids = json.load(f)["unsolved"][:problems]
@@ -211,32 +279,44 @@ def search_job(kind, ckpt, m, hard, problems, budget, temperature, seed, rl_seed
     return 0
 
 
+def run_args(setup, arm):
+    """The train.py arguments of an arm's runs."""
+    import train
+    return train.get_parser().parse_args([*setup.argv(arm, setup.seeds_of(arm)[0]), "--out_dir", "x"])
+
+
 def answers_per_call(setup, arm):
     """The m of an arm's runs, as train.py's flags give it."""
-    import train
     from runs.cli import answers_per_rollout
-    a = train.get_parser().parse_args([*setup.argv(arm, setup.seeds_of(arm)[0]), "--out_dir", "x"])
+    a = run_args(setup, arm)
     return answers_per_rollout(a.algo, a.num_answers)
 
 
 def search_queue(setup, out):
-    """The jobs of results/jobs.py:run_queue that search from every finished run and from the warm start, each
-    waiting for the files it needs; the screen first where the hard set is not fixed yet. Files already there are
-    kept (a comparison resumes)."""
+    """The jobs of results/jobs.py:run_queue that search from every finished run (with a "stopped": and from its
+    weights at t*, after its validation) and from the warm start, each waiting for the files it needs; the screen
+    first where the hard set is not fixed yet. Files already there are kept (a comparison resumes)."""
     s, runs = setup.search, os.path.join(out, "runs")
     first = setup.arms[0]
     base, hard = base_file(setup.argv(first, setup.seeds_of(first)[0]), runs), hard_path(setup, out)
     queue = []
     if not os.path.isfile(hard):
         ms = sorted({1} | {answers_per_call(setup, a) for a in setup.arms})
-        queue.append({"fn": screen_job, "args": (base, ms, s["screen"], hard), "needs": [base], "name": "the screen"})
+        queue.append({"fn": screen_job, "needs": [base], "name": "the screen", "args": (
+            base, ms, s["screen"], hard, s.get("screen_answers", SCREEN_ANSWERS), s.get("distinct", False),
+            s.get("exclude"))})
     for seed in setup.seeds:
         for slug in arms_of(setup):
-            arm = next((a for a in setup.arms if a.slug == slug), None)
+            arm = next((a for a in setup.arms if slug in (a.slug, a.slug + STOPPED)), None)
             if arm is not None and seed not in setup.seeds_of(arm):
                 continue
-            ckpt = base if arm is None else os.path.join(runs, run_name(arm, seed), "ckpt.pt")
-            done = arm is None or os.path.isfile(os.path.join(runs, run_name(arm, seed), "summary.json"))
+            run = arm and os.path.join(runs, run_name(arm, seed))
+            ckpt = base if arm is None else os.path.join(run, "ckpt.pt") if slug == arm.slug else \
+                os.path.join(runs, f"validation-{run_name(arm, seed)}.json")
+            done = arm is None or os.path.isfile(os.path.join(run, "summary.json"))
+            if done and ckpt.endswith(".json") and not os.path.isfile(ckpt):
+                queue.append({"fn": validation_job, "needs": [], "name": os.path.basename(ckpt)[:-5],
+                              "args": (run, s["stopped"]["validation"], s["stopped"]["k"], ckpt)})
             for kind in KINDS:
                 path = os.path.join(runs, f"{kind}-{slug}-s{seed}.json")
                 if done and not os.path.isfile(path):

@@ -65,6 +65,11 @@ class Task:
         the reward defines the target, and solved() is the whole rule)."""
         return None
 
+    def identity(self, problem):
+        """What two problems share when they ask for the same function (a search's hard set keeps one problem of
+        each): the default the problem itself; the code task: the target's values on the whole domain."""
+        return problem
+
     def hacks(self, problem, answer: str):
         """{name: True, False or None} of the cheap fits the task's reward can pay for without the target, whose
         shares over answers the training log and the evaluation report as hack rates (None: not counted for this

@@ -219,6 +219,10 @@ class CodeTask(Task):
         elsewhere is not the target; a rewrite of it (`1+x` for `x+1`) is."""
         return execute(answer, DOMAIN) == execute(problem.target, DOMAIN)
 
+    def identity(self, problem: CodeProblem):
+        """The target's values on the whole domain, as the split rule reads them (is_test_function)."""
+        return tuple(execute(problem.target, DOMAIN))
+
     def default_answer_tokens(self) -> int:
         return MAX_ANSWER_CHARS + 1  # the longest demonstration answer and its end
 

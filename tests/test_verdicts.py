@@ -172,9 +172,96 @@ def test_the_command_searches_after_training_and_resumes(tmp_path, capsys):
     assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")} == before
 
 
+def test_every_arm_stopped_early_the_hard_set_rules_the_commit_and_resuming(tmp_path, monkeypatch):
+    """With "stopped", every trained arm's runs are validated at each kept evaluation step and searched from t* as
+    SLUG_stopped; the screen draws screen_answers answers at T = 0.7 on the candidates (one per function, none of
+    the excluded functions); every file records the commit. A second call redoes no validation."""
+    import json
+    import subprocess
+
+    import search as search_module
+    from tasks import get_task
+    calls, sample = [], search_module.sample_until_solved
+
+    def spied(model, task, problems, m, budget, *a, **k):
+        calls.append((m, budget, a[1] if len(a) > 1 else k.get("temperature"), len(problems)))
+        return sample(model, task, problems, m, budget, *a, **k)
+    monkeypatch.setattr(search_module, "sample_until_solved", spied)
+    config, out = tiny_search_config(tmp_path, screen=6, screen_answers=12, distinct=True, exclude=[0, 2],
+                                     stopped={"validation": [0, 3], "k": [1, 3]}), tmp_path / "out"
+    c = json.loads(open(config).read())
+    c.update(steps=4, flags=["--keep_eval_ckpts", *c["flags"]])
+    c["search"]["pairs"] += [["vpo", "grpo_stopped"]]
+    open(config, "w").write(json.dumps(c))
+    argv = ["--config", config, "--jobs", "1", "--out", str(out), "--metric", "solved"]
+    assert compare.main(argv, in_process=True) == 0
+    head = subprocess.run(["git", "-C", compare.ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    hard, runs = compare.read_json(str(out / "hard.json")), out / "runs"
+    identities = [get_task("code").identity(p) for p in get_task("code").problems("test", 6, seed=0)]
+    expected = [i for i in range(2, 6) if identities[i] not in identities[:i]]
+    assert hard["candidates"] == len(expected) and set(hard["unsolved"]) <= set(expected)
+    assert {(1, 12, 0.7, len(expected)), (3, 12, 0.7, len(expected))} <= set(calls)
+    for slug in ("grpo", "vpo"):
+        v = compare.read_json(str(runs / f"validation-{slug}-s1.json"))
+        assert sorted(v["criterion"]) == ["2", "4"] and v["step"] == 2 == min(map(int, v["criterion"]))
+        assert v["ckpt"] == f"{slug}-s1/ckpt-step2.pt" and v["problems"] == [0, 3]
+        result = compare.read_json(str(runs / f"evolve-{slug}_stopped-s1.json"))
+        assert result["ckpt"].endswith(f"{slug}-s1/ckpt-step2.pt") and result["m"] == (1 if slug == "grpo" else 3)
+    assert all(compare.read_json(str(p))["commit"] == head.strip() for p in [out / "hard.json", *runs.glob("*.json")])
+    text = (out / "compare.md").read_text()
+    assert "| VPO − GRPO stopped early | deciding | search |" in text and "| VPO stopped early | sampling |" in text
+    before = {p: p.stat().st_mtime_ns for p in runs.glob("validation-*.json")}
+    (runs / "evolve-grpo_stopped-s0.json").unlink()
+    assert compare.main(argv, in_process=True) == 0
+    assert {p: p.stat().st_mtime_ns for p in runs.glob("validation-*.json")} == before
+    assert (runs / "evolve-grpo_stopped-s0.json").is_file()
+
+
+def test_a_file_outside_a_git_checkout_records_an_unknown_commit(tmp_path, monkeypatch):
+    from results import jobs
+    from results.searched import write_json
+    monkeypatch.setattr(jobs, "ROOT", str(tmp_path))
+    write_json(str(tmp_path / "x.json"), {"a": 1})
+    assert compare.read_json(str(tmp_path / "x.json"))["commit"] == "unknown"
+
+
+def test_the_stopping_step_is_the_best_criterion_and_the_earliest_of_a_tie():
+    from results.searched import best_step
+    assert best_step({"50": 0.2, "100": 0.5, "150": 0.5, "200": 0.4}) == 100
+    assert best_step({"100": 0.3, "50": 0.3}) == 50 and best_step({250: 0.1, 500: 0.3, 750: 0.2}) == 500
+
+
+def test_the_hard_set_candidates_are_distinct_functions_outside_the_excluded_ones():
+    """Test problems 0-6 ask for functions f g f h g k h; problem 0 is excluded (its function f with it)."""
+    from results.searched import candidates
+    identities = list("fgfhgkh")
+    assert candidates(identities, 7) == list(range(7))
+    assert candidates(identities, 7, distinct=True) == [0, 1, 3, 5]
+    assert candidates(identities, 7, exclude=[0, 1]) == [1, 3, 4, 5, 6]
+    assert candidates(identities, 7, distinct=True, exclude=[0, 1]) == [1, 3, 5]
+    assert candidates(identities, 5, distinct=True, exclude=[5, 7]) == [0, 1]
+
+
+def test_a_problem_s_identity_is_its_function():
+    """The code task: two problems whose targets are written differently but agree on the whole domain share one
+    identity; a different function does not. Other tasks: the problem itself."""
+    from dataclasses import replace
+
+    from tasks import get_task
+    code = get_task("code")
+    p, q = code.problems("test", 2, seed=0)
+    assert code.identity(replace(p, target=f"0+({p.target})", inputs=())) == code.identity(p) != code.identity(q)
+    assert get_task("toy").identity(7) == 7
+
+
 @pytest.mark.parametrize("search, message", [
     ({"arms": [{"label": "warm start", "slug": "base"}, {"label": "early", "slug": "grpo_early"}]},
      "search arm 'grpo_early'"),
+    ({"screenz": 3}, "knows only"),
+    ({"exclude": [0]}, "exclude is [first, end) of test indices"),
+    ({"exclude": [0, "128"]}, "exclude is [first, end) of test indices"),
+    ({"stopped": {"validation": [64, "a"], "k": [1]}}, "\"stopped\" is {\"validation\": [first, end)"),
+    ({"stopped": {"validation": [64, 128], "k": [1]}}, "\"stopped\" needs --keep_eval_ckpts"),
     ({"budgets": [9]}, "below one round of evolve's (27)"),
     ({"screen": None, "problems": None}, "needs a committed \"hard\" set, or \"screen\" and \"problems\""),
     ({"hard": "results/no/such.json"}, "the hard set results/no/such.json does not exist"),
