@@ -8,23 +8,11 @@ the same held-out problems along training, and compare the methods with the trai
     python -m results.compare --config results/experiments/maze_v3.json --report   # read an experiment of record
     python -m results.compare --config results/experiments/code_search.json --report   # search on hard problems
 
---config FILE: the arms (a label, a slug and train.py flags each), seeds and shared flags from a JSON file
-(docs/compare.md); --report: train nothing, write compare.md from the finished runs (a configuration's "dir": its
-committed runs, named SLUG-sSEED); --metric: the headline verdict and the figures (pooled best@k under w*, best@k,
-E_w[best@k], pass@k, or solved: problems solved by search, results/searched.py, for a configuration with a "search").
-
 Run r of every method is train.py with --seed r, in a worker process with one torch thread, at most --jobs at a
-time; every other train.py flag is passed to every run. The layout of --out DIR:
-    config.json    the train.py settings every run shares (a later call with other settings is refused)
-    runs/          train.py's --out_dir: the cached warm start (runs/base/) and one directory per run, SLUG-sSEED
-                   (SLUG: the method of --algos, or an arm's slug)
-    logs/          each run's output, SLUG-sSEED.log
-    hard.json, runs/{evolve,sample}-SLUG-sSEED.json   with a "search": the hard set and each run's search results
-    compare.md     the verdict, the configuration, per method and step mean ± std over runs, and the paired
-                   differences of every method against the first of --algos, run by run (results/runstats.py)
-    best_at_k.png, over_training.png   the figures
-Resumable: a run whose summary.json exists is skipped, an interrupted one is resumed from its checkpoint.
-docs/compare.md says how to read compare.md.
+time; every other train.py flag is passed to every run. --out DIR holds config.json (the train.py settings every run
+shares), runs/ (train.py's --out_dir: the cached warm start and one directory per run, SLUG-sSEED; with a "search",
+its files: results/searched.py), logs/ (each run's output), compare.md and the figures. A run whose summary.json
+exists is skipped, an interrupted one resumed. docs/compare.md has the configuration files and how to read compare.md.
 """
 import argparse
 import json
@@ -38,8 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from results.jobs import METRICS as HEADLINES
-from results.jobs import OWNED, ROOT, Arm, Setup, git, read_config, run_name, run_queue, train_entry, train_job
+from results.jobs import METRICS, OWNED, ROOT, Arm, Setup, git, read_config, run_name, run_queue, train_entry, train_job
 from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, per_run, read_searches,
                               run_args, search_lines, search_queue, verdict_rows)
@@ -51,8 +38,6 @@ QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
 QUICK = ("--eval_problems", "4", "--eval_answers", "48", "--ckpt_every", "0", "--sft_steps", "6", "--n_layer", "1",
          "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4", "--sft_batch_size", "8",
          "--no_figures")   # --quick: a tiny model, the whole pipeline in about a minute
-METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
-           "E_w[best@k]": "E_w[best@k]", "solved": "problems solved by search"}
 PAIRED = ("pooled_best@k", "pass@k", "E_w[best@k]")   # the metrics whose paired differences compare.md tabulates
 HEADLINE = "pooled_best@k"
 
@@ -87,7 +72,7 @@ def get_parser():
                    "the arms (label, slug and train.py flags each), the seeds, the shared flags (docs/compare.md)")
     p.add_argument("--report", action="store_true", help="train nothing: write compare.md from the finished runs "
                    "(of a configuration of record: its committed runs)")
-    p.add_argument("--metric", choices=HEADLINES, default=None, help="the headline verdict and the figures: pooled "
+    p.add_argument("--metric", choices=METRICS, default=None, help="the headline verdict and the figures: pooled "
                    "best@k under w* (default), best@k, E_w[best@k] (users who differ in their weights), pass@k, or "
                    "solved (problems solved by search; a configuration with a \"search\")")
     return p
@@ -202,48 +187,43 @@ def check_search_run(setup):
         raise UsageError(f"search: a budget of {s['budgets'][-1]} answers is below one round of evolve's ({need})")
 
 
-def run_searches(setup, out, jobs, in_process=False, echo=print):
-    """Search from every finished run and from the warm start (results/searched.py), after the screen where the hard
-    set is not fixed yet; files already there are kept. -> the names of the jobs that failed or could not start."""
+def run_jobs(queue, jobs, in_process, echo, line):
+    """Run a queue of results/jobs.py:run_queue, echoing line(job, exit code, jobs left) as each ends. -> the jobs
+    that failed or could never start."""
     failed, t0 = [], time.perf_counter()
 
     def ended(j, rc, left):
-        if rc != 0:
-            failed.append(j["name"])
-        echo(f"[{time.perf_counter() - t0:5.0f} s] {j['name']}: " + ("done" if rc == 0 else f"FAILED ({rc})")
-             + f" ({left} left)")
-    stuck = run_queue(search_queue(setup, out), jobs, lambda j: None, ended, poll=1, in_process=in_process)
-    return failed + [j["name"] for j in stuck]
+        failed.extend([j] * (rc != 0))
+        echo(f"[{time.perf_counter() - t0:5.0f} s] {line(j, rc, left)}")
+    return failed + run_queue(queue, jobs, ended, in_process=in_process)
+
+
+def run_searches(setup, out, jobs, in_process=False, echo=print):
+    """Search from every finished run and from the warm start (results/searched.py), after the screen where the hard
+    set is not fixed yet; files already there are kept. -> the names of the jobs that failed or could not start."""
+    return [j["name"] for j in run_jobs(search_queue(setup, out), jobs, in_process, echo, lambda j, rc, left: (
+        f"{j['name']}: " + ("done" if rc == 0 else f"FAILED ({rc})") + f" ({left} left)"))]
 
 
 # ---------------------------------------------------------------------------------------------------- runs
-def pending(setup, out):
-    """The runs without a summary.json, seed by seed (a comparison cut short has whole pairs first)."""
-    return [(arm, seed) for arm, seed in setup.runs()
-            if not os.path.isfile(os.path.join(run_path(out, arm, seed), "summary.json"))]
-
-
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
-    """Train every run not yet finished, at most `jobs` at a time in worker processes (in_process: here, one after
-    the other). A run waits while another trains its warm start (results/jobs.py). job(argv, out_dir, log) ->
-    exit code: one run (default train_job). echo: one line per finished run. -> [(slug, seed)] of the runs that
-    failed."""
-    runs, logs, failed, t0 = os.path.join(out, "runs"), os.path.join(out, "logs"), [], time.perf_counter()
-    total = len(setup.runs())
+    """Train every run without a summary.json, seed by seed, at most `jobs` at a time in worker processes
+    (in_process: here, one after the other). A run waits while another trains its warm start (results/jobs.py).
+    job(argv, out_dir, log) -> exit code: one run (default train_job). echo: one line per finished run.
+    -> [(slug, seed)] of the runs that failed."""
+    runs, logs, total = os.path.join(out, "runs"), os.path.join(out, "logs"), len(setup.runs())
     os.makedirs(logs, exist_ok=True)
     queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed), runs,
                                                       os.path.join(logs, f"{run_name(arm, seed)}.log"))}
-             for arm, seed in pending(setup, out)]
+             for arm, seed in setup.runs() if not os.path.isfile(os.path.join(run_path(out, arm, seed),
+                                                                               "summary.json"))]
 
-    def ended(j, rc, left):
+    def line(j, rc, left):
         arm, seed = j["arm"], j["seed"]
-        if rc != 0:
-            failed.append((arm.slug, seed))
-        echo(f"[{time.perf_counter() - t0:5.0f} s] {arm.label} run {seed}: "
-             + (progress(run_path(out, arm, seed)) if rc == 0 else f"FAILED ({rc}); see {out}/logs/"
-                f"{run_name(arm, seed)}.log") + f" ({total - left} of {total})")
-    run_queue(queue, jobs, lambda j: None, ended, poll=1, in_process=in_process)
-    return failed
+        return f"{arm.label} run {seed}: " + (progress(run_path(out, arm, seed)) if rc == 0 else
+                                              f"FAILED ({rc}); see {out}/logs/{run_name(arm, seed)}.log") \
+            + f" ({total - left} of {total})"
+    return [(j["arm"].slug, j["seed"]) for j in run_jobs(queue, jobs, in_process, echo, line)]
 
 
 def progress(directory):

@@ -11,26 +11,15 @@ from results.tables import at_step, eval_steps, value
 from runs.plots import plt
 
 
-def _save(fig, legend_ax, path, suptitle=None):
-    legend_ax.legend(fontsize=7)
-    if suptitle:
-        fig.suptitle(suptitle)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def _label(ax, title, xlabel):
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel)
     ax.grid(alpha=0.3)
 
 
-
-def compare_figures(runs, bases, out, title, key="pooled_best@k", tag=""):
+def compare_figures(runs, bases, out, title, key="pooled_best@k"):
     """best_at_k.png: key@k (pooled best@k by default) against k at the last step; over_training.png: key at the
-    largest k along training (step 0: the warm start), with the tag before .png.
-    Each run a faint line, the mean bold. -> the file names."""
+    largest k along training (step 0: the warm start). Each run a faint line, the mean bold."""
     largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][key])
     for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
         fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -54,8 +43,10 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k", tag=""):
             ax.set_xticks(xs, [str(k) for k in xs])
         _label(ax, f"{title}\n" + (f"{key.replace('_', ' ')} at the last step" if name == "best_at_k" else
                                  f"{key.replace('@k', f'@{largest}').replace('_', ' ')} along training"), xlabel)
-        _save(fig, ax, os.path.join(out, f"{name}{tag}.png"))
-    return [f"best_at_k{tag}.png", f"over_training{tag}.png"]
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
+        plt.close(fig)
 
 
 def strip_figure(counts, budgets, path, title):

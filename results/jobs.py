@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OWNED = ("algo", "seed", "run_name", "out_dir", "resume", "overwrite")   # train.py flags set per run, not shared
@@ -35,15 +36,13 @@ class Arm:
 class Setup:
     """What a comparison trains: the arms (the first is the one every other is compared against), the seeds (run r
     of an arm uses --seed r), the train.py flags every run shares, where --report reads the runs (None: the runs/
-    directory of --out), the arms whose first run evaluates the base (their slugs; None: every arm's), the headline
-    metric (None: pooled best@k), the search evaluation (results/searched.py; None: none), the pairs (A label,
-    B label) compared besides every arm against the first, and the arms stopped early ({"arm": label, "label":
-    its name stopped early}: each run's weights at its best step on validation problems, from its validation.json)."""
+    directory of --out), the headline metric (None: pooled best@k), the search evaluation (results/searched.py), the
+    pairs (A label, B label) compared besides every arm against the first, and the arms stopped early ({"arm": label,
+    "label": its name stopped early}: each run's weights at its best step on validation problems, validation.json)."""
     arms: tuple
     seeds: tuple
     train_args: tuple
     dir: str = None
-    base_evals: tuple = None
     metric: str = None
     search: dict = None
     pairs: tuple = ()
@@ -51,9 +50,8 @@ class Setup:
 
     def argv(self, arm, seed):
         """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
-        base = seed == self.seeds_of(arm)[0] and (self.base_evals is None or arm.slug in self.base_evals)
         return [*self.train_args, *arm.flags, "--seed", str(seed), "--run_name", run_name(arm, seed),
-                *([] if base else ["--no_base_eval"]), "--quiet"]
+                *([] if seed == self.seeds_of(arm)[0] else ["--no_base_eval"]), "--quiet"]
 
     def seeds_of(self, arm):
         return arm.seeds or self.seeds
@@ -71,7 +69,8 @@ def run_name(arm, seed):
 KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
         "arms": list, "dir": str, "metric": str, "search": dict, "pairs": list,
         "stopped": list}
-METRICS = ("pooled_best@k", "best@k", "E_w[best@k]", "pass@k", "solved")   # the headlines --metric may choose
+METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
+           "E_w[best@k]": "E_w[best@k]", "solved": "problems solved by search"}   # the headlines --metric may choose
 ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
 
 
@@ -124,7 +123,7 @@ def read_config(path):
         raise UsageError(f"--config {path}: {e}")
     if owned:
         raise UsageError(f"--config {path}: --{owned[0]} is set by results.compare for each run")
-    if c.get("metric", METRICS[0]) not in METRICS or c.get("metric") == "solved" and "search" not in c:
+    if c.get("metric", "solved") not in METRICS or c.get("metric") == "solved" and "search" not in c:
         raise UsageError(f"--config {path}: \"metric\" is one of {', '.join(METRICS)}, and \"solved\" needs a "
                          f"\"search\"")
     if "search" in c:
@@ -236,22 +235,13 @@ def train_job(argv, out_dir, log_path):
         return train.main(argv + ["--out_dir", out_dir])
 
 
-@contextlib.contextmanager
-def one_thread_env(on=True):
-    """OMP_NUM_THREADS=1 (when on) while worker processes start: they inherit it before they import torch."""
-    saved = os.environ.get("OMP_NUM_THREADS")
-    if on:
-        os.environ["OMP_NUM_THREADS"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
+def train_entry(job, argv, runs, log):
+    """The queue entry of one run: job(argv, runs, log) -> exit code (results.jobs.train_job: train.py with
+    --out_dir runs), from the warm start train.py resolves for it."""
+    return {"fn": job, "args": (argv, runs, log), "base": base_file(argv, runs)}
 
 
-class InProcess:
+class InProcess(cf.Executor):
     """An executor that runs each job when it is submitted, in this process (tests: no worker to start)."""
     def submit(self, fn, *args):
         future = cf.Future()
@@ -261,29 +251,18 @@ class InProcess:
             future.set_exception(e)
         return future
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        return False
-
-
-def train_entry(job, argv, runs, log):
-    """The queue entry of one run: job(argv, runs, log) -> exit code (results.jobs.train_job: train.py with
-    --out_dir runs), from the warm start train.py resolves for it."""
-    return {"fn": job, "args": (argv, runs, log), "base": base_file(argv, runs)}
-
-
-def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
-    """Run the jobs of `queue` in its order, at most `slots` at a time in spawned worker processes (one torch thread
-    each where `one`; in_process: in this process, one job after another). A job is a dict: fn and args (what
-    runs), needs (files that must exist first; optional), base (the warm start's ckpt.pt it trains from; optional).
-    A job whose warm start a running job is training waits for it (in a worker it would wait on train.py's lock).
-    started(job) and ended(job, exit code, jobs not yet ended) are called as jobs start and end; poll: seconds
-    between looks. -> the jobs that could never start (nothing ran and the files they need were missing)."""
+def run_queue(queue, slots, ended, poll=1, in_process=False):
+    """Run the jobs of `queue` in its order, at most `slots` at a time in spawned worker processes with one torch
+    thread each (in_process: in this process, one job after another). A job is a dict: fn and args
+    (what runs), needs (files that must exist first; optional), base (the warm start's ckpt.pt it trains from;
+    optional). A job whose warm start a running job is training waits for it (in a worker it would wait on
+    train.py's lock). ended(job, exit code, jobs not yet ended) is called as jobs end; poll: seconds between looks.
+    -> the jobs that could never start (nothing ran and the files they need were missing)."""
     queue, running = list(queue), {}
-    with one_thread_env(one), InProcess() if in_process else cf.ProcessPoolExecutor(
-            slots, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread if one else None) as pool:
+    with mock.patch.dict(os.environ, {"OMP_NUM_THREADS": "1"}), InProcess() if in_process else \
+            cf.ProcessPoolExecutor(slots, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread) \
+            as pool:   # workers inherit OMP_NUM_THREADS before they import torch
         while queue or running:
             busy = {cache_key(j["base"]) for j in running.values() if j.get("base")}
             for j in list(queue):
@@ -296,7 +275,6 @@ def run_queue(queue, slots, started, ended, poll, one=True, in_process=False):
                         continue
                     busy.add(cache_key(j["base"]))
                 queue.remove(j)
-                started(j)
                 running[pool.submit(j["fn"], *j["args"])] = j
             if not running:
                 return queue

@@ -1,27 +1,18 @@
 """
-Statistics over training runs: the training run is the unit of every comparison between methods.
-
-What varies between two methods' results is the training run (its seed, its sampled rollouts). Problems, answers
+Statistics over training runs: the training run is the unit of every comparison between methods. Problems, answers
 and evaluation steps inside one run are not independent replicates of a method, so every test here takes one
 number per run: a run's pooled best@48, or the problems its search solved.
 
-- `paired_comparison(a, b)` (or `differences_comparison(d)`): runs paired by seed. The differences d_s = a_s − b_s, their mean, a Student-t 95%
-  interval over runs, and an exact sign-flip test (the 2^n ways to swap the method labels inside each pair).
-- `label_comparison(a, b)`: unpaired runs. Welch's interval on the difference of the means and an exact
-  permutation test (every way of dealing the n_a + n_b runs' values into two groups of n_a and n_b).
-- `blocked_comparison(a, b)`: unpaired runs grouped in blocks (a block: the runs that share one warm start). The
-  labels are permuted within each block only, so a difference between blocks never counts as one between methods;
-  Welch's interval uses the spread within blocks. With one block it is `label_comparison`.
-- `smallest_p`: an exact test over n runs cannot go below 2 / 2^n paired (0.25 at n = 3), or 2 / C(n_a + n_b, n_a)
-  unpaired with equal arms (0.10 at 3 against 3). Below about 6 runs per arm no exact test reaches p < 0.05.
-- `detectable_difference`: the smallest true difference the test would find with 80% power at α = 0.05
-  (the normal-theory approximation with t quantiles); None while the exact test cannot reach α at all.
-- `runs_needed`: runs per arm for a given difference and run-to-run spread (for planning an experiment).
-- `leave_one_out`: the comparison again with each run left out in turn.
+- `paired_comparison(a, b)`, `differences_comparison(d)`: runs paired by seed; the mean of d_s = a_s − b_s, a
+  Student-t 95% interval over runs, and the exact sign-flip test (the 2^n ways to swap the labels inside pairs).
+- `blocked_comparison(a, b)`: unpaired runs in blocks (the runs that share one warm start); the labels are permuted
+  within each block only, and Welch's interval uses the spread within blocks. `label_comparison`: one block.
+- `smallest_p`: the floor of an exact test over n runs: 2 / 2^n paired, 2 / C(n_a + n_b, n_a) unpaired with equal
+  arms; below about 6 runs per arm no exact test reaches p < 0.05. `detectable_difference`: the smallest true
+  difference found with 80% power at α = 0.05; `runs_needed` inverts it; `leave_one_out` drops each run in turn.
 
-The reading of a comparison is the exact test's: "A ahead" or "B ahead" when p ≤ α, "not separated" otherwise,
-and "too few runs" when no outcome of that many runs could reach α. The interval says how large the difference
-may be; it is a description, not the verdict. Tests: tests/test_runstats.py (hand values and brute force).
+The reading is the exact test's: "A ahead" or "B ahead" when p ≤ α, "not separated" otherwise, and "too few runs"
+when no outcome of that many runs could reach α; the interval is a description. Tests: tests/test_runstats.py.
 """
 import functools
 import itertools
@@ -77,23 +68,6 @@ def sign_flip_p(diffs, rng=None):
     else:
         signs = (rng or np.random.default_rng(0)).choice((1.0, -1.0), size=(EXACT_LIMIT, len(d)))
     return float(np.mean(np.abs(signs @ d) >= abs(d.sum()) - TOL))
-
-
-def label_p(a, b, rng=None):
-    """Exact two-sided p of the unpaired test: the share of the ways to deal the pooled values into groups of
-    len(a) and len(b) whose |mean difference| is at least the observed one."""
-    x, n_a = np.concatenate([np.asarray(a, float), np.asarray(b, float)]), len(a)
-    observed = abs(x[:n_a].mean() - x[n_a:].mean())
-    if math.comb(len(x), n_a) <= EXACT_LIMIT:
-        groups = np.zeros((math.comb(len(x), n_a), len(x)), dtype=bool)
-        for row, chosen in enumerate(itertools.combinations(range(len(x)), n_a)):
-            groups[row, list(chosen)] = True
-    else:
-        rng = rng or np.random.default_rng(0)
-        groups = np.array([rng.permutation(len(x)) < n_a for _ in range(EXACT_LIMIT // 10)])
-    means_a = (groups * x).sum(1) / n_a
-    means_b = (~groups * x).sum(1) / (len(x) - n_a)
-    return float(np.mean(np.abs(means_a - means_b) >= observed - TOL))
 
 
 def detectable_difference(sd, n_a, n_b=None, alpha=ALPHA, power=POWER, blocks=1):
@@ -163,23 +137,6 @@ def differences_comparison(diffs, name_a="A", name_b="B", alpha=ALPHA):
                       detectable_difference(sd, n, alpha=alpha), reading_of(mean, p, floor, name_a, name_b, alpha))
 
 
-def label_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
-    """A − B over unpaired runs (sequences of one value per run): Welch's interval, exact permutation test."""
-    x, y = np.asarray(list(a), float), np.asarray(list(b), float)
-    if min(len(x), len(y)) < 2:
-        raise ValueError(f"a comparison over runs needs at least two runs per arm, got {len(x)} and {len(y)}")
-    mean = float(x.mean() - y.mean())
-    va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1)) if se > 0 else len(x) + len(y) - 2
-    half = t_quantile(1 - alpha / 2, df) * se
-    pooled = math.sqrt(((len(x) - 1) * x.var(ddof=1) + (len(y) - 1) * y.var(ddof=1)) / (len(x) + len(y) - 2))
-    p, floor = label_p(x, y), smallest_p(len(x), len(y))
-    return Comparison(name_a, name_b, len(x), len(y), False, mean, mean - half, mean + half, p, floor,
-                      detectable_difference(pooled, len(x), len(y), alpha), reading_of(mean, p, floor, name_a,
-                                                                                       name_b, alpha))
-
-
 def block_weights(a, b):
     """{block: w_b}, w_b proportional to n_a n_b / (n_a + n_b) and summing to 1: with as many runs of each arm in
     every block, the blocked difference is the difference of the means over all runs."""
@@ -239,6 +196,18 @@ def blocked_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
     return Comparison(name_a, name_b, n_a, n_b, False, mean, mean - half, mean + half, p, floor,
                       detectable_difference(within_sd(a, b), n_a, n_b, alpha),
                       reading_of(mean, p, floor, name_a, name_b, alpha))
+
+
+def label_p(a, b):
+    """Exact two-sided p of the unpaired test (blocked_p with one block): the share of the ways to deal the pooled
+    values into groups of len(a) and len(b) whose |mean difference| is at least the observed one."""
+    return blocked_p({0: a}, {0: b})
+
+
+def label_comparison(a, b, name_a="A", name_b="B", alpha=ALPHA):
+    """A − B over unpaired runs (sequences of one value per run): Welch's interval and the exact permutation test,
+    blocked_comparison with one block."""
+    return blocked_comparison({0: list(a)}, {0: list(b)}, name_a, name_b, alpha)
 
 
 def leave_one_out(a, b, compare):

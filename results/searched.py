@@ -63,9 +63,8 @@ def read_searches(setup, blocks):
     blocks: the blocks' directories."""
     found, where = {kind: {slug: {} for slug in arms_of(setup)} for kind in KINDS}, {}
     for block in blocks:
-        directory = block
         for seed in setup.seeds:
-            paths = {(kind, slug): os.path.join(directory, f"{kind}-{slug}-s{seed}.json")
+            paths = {(kind, slug): os.path.join(block, f"{kind}-{slug}-s{seed}.json")
                      for kind in KINDS for slug in arms_of(setup)}
             if seed not in where and all(os.path.isfile(p) for p in paths.values()):
                 where[seed] = block
@@ -111,16 +110,9 @@ def verdict_rows(setup, found, where):
 
 
 def distinct_targets(task, problems):
-    """How many different target functions the hard set's problems (test indices, seed 0) hold: problems whose
-    targets the task's equals_target counts as equal share one. None where the task cannot say."""
+    """How many different functions (Task.identity) the hard set's problems (test indices, seed 0) hold."""
     pool = task.problems("test", max(problems) + 1, seed=0)
-    kept = []
-    for p in (pool[i] for i in problems):
-        if getattr(p, "target", None) is None or task.equals_target(p, p.target) is None:
-            return None
-        if not any(task.equals_target(q, p.target) for q in kept):
-            kept.append(p)
-    return len(kept)
+    return len({task.identity(pool[i]) for i in problems})
 
 
 def search_lines(setup, found, where, task=None):
@@ -134,7 +126,7 @@ def search_lines(setup, found, where, task=None):
         return ["## Search", "", f"{len(where)} runs have search results: nothing to compare yet.", ""]
     blocks = len(set(where.values()))
     problems = next(iter(found["evolve"][next(iter(names))].values()))["problems"]
-    targets = distinct_targets(task, problems) if task else None
+    targets = distinct_targets(task, problems) if task and task.checks_target else None
     lines = ["## Search", "", f"Hard set: {s.get('rule', 'as the configuration names it')}. It holds {len(problems)} "
              "problems" + (f" with {targets} different target functions" if targets else "") + ". A problem is "
              f"solved when a program equals the target. {len(where)} runs per arm in {blocks} "

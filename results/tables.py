@@ -16,18 +16,19 @@ def read_json(path):
         return json.load(f)
 
 
-def read_jsonl_or_empty(path):
-    if not os.path.isfile(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def read_run(directory, seed, slug):
     """A finished run as every table reads it: dict(seed, slug, dir, summary, evals). Its per-step log.jsonl is not
     read: the committed experiments keep theirs only in the archive (results/README.md)."""
     return {"seed": seed, "slug": slug, "dir": directory, "summary": read_json(os.path.join(directory, "summary.json")),
-            "evals": read_jsonl_or_empty(os.path.join(directory, "eval.jsonl"))}
+            "evals": read_jsonl(os.path.join(directory, "eval.jsonl"))}
+
+
+def read_jsonl(path):
+    """The rows of a JSON-lines file; none where it is missing."""
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def value(metrics, key, k):
@@ -111,14 +112,14 @@ def run_level(ds, a, b):
             "-" if c.detectable is None else f"{c.detectable:.3f}"]
 
 
-def paired_rows(runs, a, b, key, ks=None, columns=run_level):
+def paired_rows(runs, a, b, key, ks=None):
     """(seeds, rows): a − b per evaluation step and k, each run of a paired with the run of b of the same seed: the
-    step, k, each seed's difference, then columns(differences, a, b) (default: the run-level columns)."""
+    step, k, each seed's difference, then the run-level columns (run_level)."""
     rows, seen = [], []
     for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
         seeds, diffs = paired(runs, a, b, key, ks, step)
         seen = seen or seeds
-        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + columns(ds, a, b)
+        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + run_level(ds, a, b)
                  for k, ds in diffs.items() if ds]
     return seen, rows
 
@@ -126,44 +127,28 @@ def paired_rows(runs, a, b, key, ks=None, columns=run_level):
 RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
 
 
-def paired_lines(runs, a, b, key, caption, ks=None, columns=run_level, header=RUN_HEADER, note=PAIRED_STD_NOTE):
-    """A caption, then the paired differences a − b per evaluation step and k (paired_rows) under the columns' header;
-    nothing before a pair has finished."""
-    seeds, rows = paired_rows(runs, a, b, key, ks, columns)
+def paired_lines(runs, a, b, key, caption):
+    """A caption, then the paired differences a − b per evaluation step and k (paired_rows); nothing before a pair
+    has finished."""
+    seeds, rows = paired_rows(runs, a, b, key)
     if not rows:
         return []
-    return [caption, ""] + table(["step", "k"] + [f"seed {s}" for s in seeds] + header, rows, note) + [""]
+    return [caption, ""] + table(["step", "k"] + [f"seed {s}" for s in seeds] + RUN_HEADER, rows, PAIRED_STD_NOTE) \
+        + [""]
 
 
 def metric_lines(runs, bases, captions):
-    """For each metric of captions ({metric: caption}) the runs hold: the caption and its table along training at
-    every k of the metric (step_lines)."""
+    """For each metric of captions ({metric: caption}) the runs hold: the caption, then key@k per arm and evaluation
+    step at every k of the metric (step 0 = the base sampled with the arm's m), mean ± std over seeds."""
     lines = []
     for key, caption in captions.items():
         ks = sorted({int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"].get(key, {})})
-        if ks:
-            lines += step_lines(caption, runs, key, ks, bases)
+        rows = []
+        for label, rs in runs.items() if ks else ():
+            base = bases.get(rs[0]["summary"]["metrics"]["m"])
+            rows += [[label, "0 (base)", "-"] + [pm([value(base, key, k)]) for k in ks]] if base else []
+            for step in eval_steps(rs):
+                got = [m for m in (at_step(r, step) for r in rs) if m]
+                rows.append([label, str(step), str(len(got))] + [pm([value(m, key, k) for m in got]) for k in ks])
+        lines += [caption, ""] + table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows) + [""] if ks else []
     return lines
-
-
-def step_lines(caption, runs, key, ks, bases):
-    """A caption, then key@k per arm and evaluation step (step 0 = the base sampled with the arm's m), mean ± std over
-    seeds, each followed by a blank line."""
-    return [caption, ""] + scalar_step_table(runs, [(key, k, f"k={k}") for k in ks], bases) + [""]
-
-
-def scalar_step_table(runs, keys, bases, last=False):
-    """Scalar metrics per arm and evaluation step (last: the last one only), mean ± std over seeds. keys: (metric,
-    k or None, header[, digits])."""
-    def get(r, step, metrics, key, k):
-        return metrics.get(key) if k is None else value(metrics, key, k)
-    rows = []
-    for label, rs in runs.items():
-        base = bases.get(rs[0]["summary"]["metrics"]["m"])
-        if base:
-            rows.append([label, "0 (base)", "-"] + [pm([get(None, 0, base, key, k)], *d) for key, k, _, *d in keys])
-        for step in eval_steps(rs)[-1:] if last else eval_steps(rs):
-            got = [(r, at_step(r, step)) for r in rs if at_step(r, step)]
-            rows.append([label, str(step), str(len(got))] + [pm([get(r, step, m, key, k) for r, m in got], *d)
-                                                             for key, k, _, *d in keys])
-    return table(["method", "step", "seeds"] + [name for _, _, name, *_ in keys], rows)
