@@ -28,7 +28,7 @@ import numpy as np
 
 from results.jobs import METRICS, OWNED, ROOT, Arm, Setup, git, read_config, run_name, run_queue, train_entry, train_job
 from results.runstats import smallest_p
-from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, per_run, read_searches,
+from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
                               run_args, search_lines, search_queue, verdict_rows)
 from results.tables import (RUN_HEADER, at_step, base_metrics, eval_steps, metric_lines, paired, paired_lines,
                             read_json, read_run, run_level, run_note, table)
@@ -355,7 +355,9 @@ def write_report(setup, out, command, started, failed=(), report=False):
         lines += paired_lines(runs, b, a, m, f"### {b} − {a}, {METRICS[m]}")
     if setup.search:
         from runs.cli import make_task
-        lines += search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]))
+        hard = hard_path(setup, out)
+        lines += search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]),
+                              os.path.isfile(hard) and read_json(hard).get("rule"))
     drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png"
     lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
               f"![{METRICS[key]}]({drawn})", ""]

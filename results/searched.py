@@ -115,10 +115,11 @@ def distinct_targets(task, problems):
     return len({task.identity(pool[i]) for i in problems})
 
 
-def search_lines(setup, found, where, task=None):
-    """compare.md's search section: the hard set, problems solved per run at each budget, the pairs (search, then
-    sampling as a description), each pair within each block (a description), and search − sampling per arm. task:
-    the comparison's task, to count the hard set's distinct targets."""
+def search_lines(setup, found, where, task=None, rule=None):
+    """compare.md's search section: the hard set, the steps of the arms stopped early, problems solved per run at
+    each budget, the pairs (search, then sampling as a description), each pair within each block (a description),
+    and search − sampling per arm. task: the comparison's task, to count the hard set's distinct targets; rule: the
+    hard set's (default the configuration's)."""
     from results.tables import table
     s, names = setup.search, arms_of(setup)
     budgets, top = s["budgets"], s["budgets"][-1]
@@ -127,10 +128,14 @@ def search_lines(setup, found, where, task=None):
     blocks = len(set(where.values()))
     problems = next(iter(found["evolve"][next(iter(names))].values()))["problems"]
     targets = distinct_targets(task, problems) if task and task.checks_target else None
-    lines = ["## Search", "", f"Hard set: {s.get('rule', 'as the configuration names it')}. It holds {len(problems)} "
-             "problems" + (f" with {targets} different target functions" if targets else "") + ". A problem is "
+    rule = s.get("rule", rule or "as the configuration names it")
+    lines = ["## Search", "", f"Hard set: {rule}. It holds {len(problems)} problems"
+             + (f" with {targets} different target functions" if targets else "") + ". A problem is "
              f"solved when a program equals the target. {len(where)} runs per arm in {blocks} "
              f"block{'s' * (blocks > 1)} (one warm start each); the test permutes the method labels within blocks.", "",
+             *[f"{names[a]}: t*, the step of the best criterion on the validation problems, per run in seed order: "
+               + " ".join(str(r.get("stopped_at")) for r in found["evolve"][a].values()) + "." for a in names
+               if a.endswith(STOPPED)], "",
              f"Problems solved per run: each run at {top} answers in seed order, then the mean over runs at each "
              "budget.", ""]
     lines += table(["arm", "how", f"per run at {top}", *map(str, budgets)],
@@ -253,9 +258,11 @@ def search_job(kind, ckpt, m, hard, problems, budget, temperature, seed, rl_seed
     validation file (validation_job): the weights at its t*. -> 0."""
     import search
     from runs.cli import eval_weights, load_run
+    stop = None
     if ckpt.endswith(".json"):
         with open(ckpt) as f:
-            ckpt = os.path.join(os.path.dirname(ckpt), json.load(f)["ckpt"])
+            stop = json.load(f)
+        ckpt = os.path.join(os.path.dirname(ckpt), stop["ckpt"])
     model, run, task, m0 = load_run(ckpt)
     with open(hard) as f:
         ids = json.load(f)["unsolved"][:problems]
@@ -267,7 +274,7 @@ def search_job(kind, ckpt, m, hard, problems, budget, temperature, seed, rl_seed
     write_json(path, {"kind": kind, "ckpt": ckpt, "m": m or m0, "budget": budget, "unit": "answers",
                       "temperature": temperature, "seed": seed, "rl_seed": rl_seed, "problems": ids,
                       "results": results, "solved": sum(r["solved_at"] is not None for r in results),
-                      "seconds": round(time.perf_counter() - t0, 1)})
+                      "seconds": round(time.perf_counter() - t0, 1), **({"stopped_at": stop["step"]} if stop else {})})
     return 0
 
 

@@ -210,6 +210,9 @@ def test_every_arm_stopped_early_the_hard_set_rules_the_commit_and_resuming(tmp_
     assert all(compare.read_json(str(p))["commit"] == head.strip() for p in [out / "hard.json", *runs.glob("*.json")])
     text = (out / "compare.md").read_text()
     assert "| VPO − GRPO stopped early | deciding | search |" in text and "| VPO stopped early | sampling |" in text
+    assert "one problem per function, no function of test problems 0-1" in text
+    assert "VPO stopped early: t*, the step of the best criterion on the validation problems, per run in seed order: " \
+           "2 2." in text
     before = {p: p.stat().st_mtime_ns for p in runs.glob("validation-*.json")}
     (runs / "evolve-grpo_stopped-s0.json").unlink()
     assert compare.main(argv, in_process=True) == 0
