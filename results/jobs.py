@@ -127,10 +127,7 @@ def read_config(path):
         raise UsageError(f"--config {path}: \"metric\" is one of {', '.join(METRICS)}, and \"solved\" needs a "
                          f"\"search\"")
     if "search" in c:
-        try:
-            check_search(c["search"], [a.slug for a in arms], f"--config {path}")
-        except ValueError as e:
-            raise UsageError(str(e))
+        check_search(c["search"], [a.slug for a in arms], f"--config {path}")
     labels, stopped = {a.label for a in arms}, c.get("stopped", [])
     if not all(isinstance(s, dict) and set(s) == {"arm", "label"} and s["arm"] in labels for s in stopped) or \
             len(labels | {s["label"] for s in stopped}) < len(labels) + len(stopped):
@@ -156,28 +153,29 @@ def index_range(r):
 
 
 def check_search(s, slugs, where):
-    """A configuration's "search" as results.compare reads it; a mistake -> ValueError naming what is wrong."""
+    """A configuration's "search" as results.compare reads it; a mistake raises UsageError naming what is wrong."""
+    from runs.cli import UsageError
     if not isinstance(s, dict) or set(s) - set(SEARCH_KEYS) or {"budgets", "pairs"} - set(s):
-        raise ValueError(f"{where}: \"search\" needs budgets and pairs, and knows only {', '.join(SEARCH_KEYS)}")
+        raise UsageError(f"{where}: \"search\" needs budgets and pairs, and knows only {', '.join(SEARCH_KEYS)}")
     if not all(isinstance(s[k], kind) for k, kind in SEARCH_KEYS.items() if k in s) or not s["budgets"] or not all(
             isinstance(b, int) and b > 0 for b in s["budgets"]):
-        raise ValueError(f"{where}: \"search\": budgets are positive integers; " + ", ".join(
+        raise UsageError(f"{where}: \"search\": budgets are positive integers; " + ", ".join(
             f"{k} is {'a number' if isinstance(t, tuple) else t.__name__}" for k, t in SEARCH_KEYS.items()))
     if "hard" not in s and not {"screen", "problems"} <= set(s):
-        raise ValueError(f"{where}: \"search\" needs a committed \"hard\" set, or \"screen\" and \"problems\" to "
+        raise UsageError(f"{where}: \"search\" needs a committed \"hard\" set, or \"screen\" and \"problems\" to "
                          "choose one before any search")
     if "exclude" in s and not index_range(s["exclude"]) or s.get("screen_answers", 1) < 1:
-        raise ValueError(f"{where}: \"search\": exclude is [first, end) of test indices, screen_answers positive")
+        raise UsageError(f"{where}: \"search\": exclude is [first, end) of test indices, screen_answers positive")
     stop = s.get("stopped", {"validation": [0, 1], "k": [1]})
     if set(stop) != {"validation", "k"} or not index_range(stop["validation"]) or not stop["k"] or not all(
             type(k) is int and 1 <= k <= 48 for k in stop["k"]):
-        raise ValueError(f"{where}: \"search\": \"stopped\" is {{\"validation\": [first, end) of test indices, "
+        raise UsageError(f"{where}: \"search\": \"stopped\" is {{\"validation\": [first, end) of test indices, "
                          "\"k\": [k, ...] from 1 to 48}")
     known = set(slugs) | {a.get("slug") for a in s.get("arms", []) if isinstance(a, dict)}
     known |= {slug + STOPPED for slug in slugs} if "stopped" in s else set()
     for a, b in s["pairs"] + s.get("secondary", []):
         if a not in known or b not in known:
-            raise ValueError(f"{where}: search pair {a} − {b}: an arm not in the configuration")
+            raise UsageError(f"{where}: search pair {a} − {b}: an arm not in the configuration")
     return s
 
 

@@ -133,9 +133,9 @@ def search_lines(setup, found, where, task=None, rule=None):
              + (f" with {targets} different target functions" if targets else "") + ". A problem is "
              f"solved when a program equals the target. {len(where)} runs per arm in {blocks} "
              f"block{'s' * (blocks > 1)} (one warm start each); the test permutes the method labels within blocks.", "",
-             *[f"{names[a]}: t*, the step of the best criterion on the validation problems, per run in seed order: "
-               + " ".join(str(r.get("stopped_at")) for r in found["evolve"][a].values()) + "." for a in names
-               if a.endswith(STOPPED)], "",
+             *[line for a in names if a.endswith(STOPPED) for line in (
+                 f"{names[a]}: t*, the step of the best criterion on the validation problems, per run in seed order: "
+                 + " ".join(str(r.get("stopped_at")) for r in found["evolve"][a].values()) + ".", "")],
              f"Problems solved per run: each run at {top} answers in seed order, then the mean over runs at each "
              "budget.", ""]
     lines += table(["arm", "how", f"per run at {top}", *map(str, budgets)],
