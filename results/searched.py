@@ -1,33 +1,16 @@
 """
 Search as one of results.compare's evaluations: problems solved per training run on a hard set.
 
-Each run's weights search a hard set of held-out problems, and plainly sample them, with the same budget of answers
-per problem. A problem counts as solved when a program equals the target (the task's equals_target), not when the
-reward is maxed. The hard set is chosen by a rule stated and fixed before any search. The training run is the unit:
-problems solved per run, compared over runs (runstats.py:blocked_comparison: the method labels permuted within each
-block of runs that share one warm start), with Holm's rule within each family of pairs.
-
-A configuration's "search" (docs/compare.md) says what is searched and what decides:
-    budgets            answers per problem that the tables show; the last one decides
-    hard, problems     a committed hard set (its "unsolved" test indices) and how many of them; without "hard",
-    screen             results.compare screens the first `screen` held-out problems with the warm start before any
-                       search (screen_answers, default 48, at T = 0.7 at each m of the arms, seed 0): a problem is
-                       hard when none of them equals the target, and OUT/hard.json keeps the rule and the hard ones
-    distinct, exclude  the screen tries one problem per function (Task.identity), none of the functions of the test
-                       problems [first, end) of exclude (`candidates`)
-    stopped            {"validation": [first, end), "k": [...]}: every trained arm's runs stopped early by one rule
-                       (validation_job), searched as SLUG_stopped from the weights at t*
-    rule               the rule in words
-    temperature        of the search and the sampling (default 1.0); search_seed: run s searches with search_seed + s
-    arms               weights searched besides the trained arms': a label and a slug each. The command searches the
-                       warm start (slug "base", one answer per call); others, such as GRPO stopped early, are read
-                       from committed blocks only
-    blocks             for --report, the directories of committed results, one block per warm start (a comparison
-                       run here has one block, OUT/runs)
-    pairs, secondary   [A slug, B slug]: the deciding pairs and the secondary ones; Holm's rule runs within each
-Each run's results are two files beside its run directory, evolve-SLUG-sSEED.json (search) and sample-SLUG-sSEED.json
-(plain sampling), with the problems and, per problem, solved_at: the answers spent when a program first equalled the
-target (None: never); with "stopped", validation-SLUG-sSEED.json too. Each records the commit and the machine.
+Each run's weights search a hard set of held-out problems (search.py's evolve), and plainly sample them, with the
+same budget of answers per problem. A problem counts as solved when a program equals the target (the task's
+equals_target). The hard set is fixed before any search: committed, or chosen by the warm start's screen
+(screen_job, on the `candidates`). With "stopped", every trained arm's runs are also searched from their weights at
+t*, the best step on validation problems (validation_job, best_step). The training run is the unit: problems solved
+per run, compared over runs with the labels permuted within blocks of runs that share one warm start
+(runstats.py:blocked_comparison), Holm's rule within each family of pairs. A configuration's "search" keys are in
+docs/compare.md. Beside the run directories: evolve-SLUG-sSEED.json (search), sample-SLUG-sSEED.json (sampling),
+with per problem solved_at (the answers spent when a program first equalled the target; None: never), and
+validation-SLUG-sSEED.json; each records the commit and the machine.
 """
 import json
 import os
