@@ -314,6 +314,8 @@ def main(argv=None):
     p.add_argument("--collect", metavar="OUT", help="copy the finished runs' small files of OUT into --into")
     p.add_argument("--report", action="store_true", help="the comparison's readings, from its committed runs or "
                    "--out")
+    p.add_argument("--figures", metavar="DIR", help="with --report: draw pooled pass_target@k against k at step 500 "
+                   "and pass_target@48 along training, every run a line (DIR/best_at_k.png, DIR/over_training.png)")
     args = p.parse_args(argv)
     if args.report:
         if not os.path.isfile(COMPARISON):
@@ -328,6 +330,12 @@ def main(argv=None):
         path = os.path.join(where, "blocks.json")
         blocks = json.load(open(path)) if os.path.isfile(path) else {}
         print("\n".join(report_lines(setup, runs, blocks, read_logs(runs))))
+        if args.figures:
+            from results.figures import compare_figures
+            from results.tables import base_metrics
+            os.makedirs(args.figures, exist_ok=True)
+            compare_figures(runs, base_metrics(runs), args.figures, "code on hidden tests", key=TARGET)
+            print(f"figures: {args.figures}/best_at_k.png, {args.figures}/over_training.png")
         return 0
     if args.collect:
         if not args.into or not os.path.isdir(os.path.join(args.collect, "runs")):

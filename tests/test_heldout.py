@@ -147,3 +147,19 @@ def test_report_by_hand():
     hack = next(line for line in lines if line.startswith("| GRPO | 0.500"))
     assert hack == "| GRPO | 0.500 / 0.250 | 0.500 / 0.250 | - | - | - | 0.100 / 0.200 |"
     assert "- VPO: s0 0.700, s1 0.750, s2 0.650" in lines
+
+
+def test_report_command_on_run_files(tmp_path, capsys):
+    """--report --out on two arms' files: the tables print and --figures draws both figures."""
+    out = tmp_path / "out"
+    for slug, m in (("grpo", 1), ("vpo", 3)):
+        for seed in (0, 1):
+            run = fake_run(seed, slug, m, 0.5 + 0.1 * seed, 0.6, (0.0, 0.1))
+            d = out / "runs" / f"{slug}-s{seed}"
+            d.mkdir(parents=True)
+            (d / "summary.json").write_text(json.dumps(run["summary"]))
+            (d / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in run["evals"]))
+    assert heldout.main(["--report", "--out", str(out), "--figures", str(tmp_path / "fig")]) == 0
+    text = capsys.readouterr().out
+    assert "| VPO − GRPO | k=48 | 2 / 2 |" in text and "- GRPO: s0 0.500, s1 0.600" in text
+    assert all((tmp_path / "fig" / f).stat().st_size > 0 for f in ("best_at_k.png", "over_training.png"))
