@@ -219,8 +219,17 @@ def holm(ps):
     return adjusted
 
 
+def complete_seeds(runs):
+    """The runs of the seeds every arm has finished (the plan reads complete seeds only), and the names left out."""
+    seeds = set.intersection(*({r["seed"] for r in rs} for rs in runs.values()))
+    kept = {label: [r for r in rs if r["seed"] in seeds] for label, rs in runs.items()}
+    return kept, sorted(f"{r['slug']}-s{r['seed']}" for rs in runs.values() for r in rs if r["seed"] not in seeds)
+
+
 def report_lines(setup, runs, blocks, logs):
-    """The comparison's readings as markdown lines (see --report). logs: {run name: its log rows}."""
+    """The comparison's readings as markdown lines (see --report), over the complete seeds. logs: {run name: its log
+    rows}."""
+    runs, left = complete_seeds(runs)
     slugs = {a.label: a.slug for a in setup.arms}
     bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
              if r["summary"].get("base_metrics")}
@@ -239,7 +248,9 @@ def report_lines(setup, runs, blocks, logs):
                 v = list(per_run(runs, label, step, k).values())
                 cells.append(f"{np.mean(v):.3f} ± {np.std(v):.3f}" if v else "-")
             lines.append(f"| {label} | {step} | {len(per_run(runs, label, step, 1))} | {' | '.join(cells)} |")
-    lines += ["", f"Each run's pooled pass_target@48 at step {STEP}:", ""]
+    lines += ["", f"{len(next(iter(runs.values())))} complete seeds (every arm finished)"
+              + (f"; left out, their seed incomplete: {', '.join(left)}" if left else "") + ".", "",
+              f"Each run's pooled pass_target@48 at step {STEP}:", ""]
     lines += [f"- {label}: " + ", ".join(f"s{seed} {v:.3f}" for seed, v in per_run(runs, label, STEP, 48).items())
               for label in runs]
     rows, secondary = [], []

@@ -163,3 +163,10 @@ def test_report_command_on_run_files(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "| VPO − GRPO | k=48 | 2 / 2 |" in text and "- GRPO: s0 0.500, s1 0.600" in text
     assert all((tmp_path / "fig" / f).stat().st_size > 0 for f in ("best_at_k.png", "over_training.png"))
+
+
+def test_only_complete_seeds_are_read():
+    runs = {"GRPO": [fake_run(s, "grpo", 1, 0.5, 0.5, (0, 0)) for s in (0, 1, 2)],
+            "VPO": [fake_run(s, "vpo", 3, 0.5, 0.5, (0, 0)) for s in (0, 1)]}
+    kept, left = heldout.complete_seeds(runs)
+    assert [r["seed"] for r in kept["GRPO"]] == [0, 1] and left == ["grpo-s2"]
