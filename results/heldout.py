@@ -116,7 +116,9 @@ def collect(out, into):
     """Copy the small files of every finished run in OUT/runs into INTO, skipping those already there; log.jsonl is
     written gzipped. The warm start OUT's runs started from names their block: BLOCK, the first 8 hex digits of the
     sha256 of its log (runs of one block share one warm start, bit for bit); INTO/blocks.json maps each run to it,
-    and the warm start's log goes to INTO/base/KEY-BLOCK/. -> the names of the runs added."""
+    and the warm start's log goes to INTO/base/KEY-BLOCK/. A search's files are copied too: OUT/hard.json and
+    OUT/runs' validation-, search- and sampling-*.json, as results/searched.py reads them from a block's directory.
+    -> the names of the runs and files added."""
     bases = [log for log in glob.glob(os.path.join(out, "runs", "base", "*", "log.jsonl"))
              if os.path.isfile(os.path.join(os.path.dirname(log), "ckpt.pt"))]
     if len(bases) != 1:
@@ -144,6 +146,16 @@ def collect(out, into):
         shutil.copyfile(summary, os.path.join(dest, "summary.json"))   # last: its presence marks the run complete
         blocks[name] = block
         added.append(name)
+    # a search's files (results/searched.py): the hard set, and each run's validation, search and sampling files
+    files = glob.glob(os.path.join(out, "hard.json")) + [
+        path for kind in ("validation", "search", "sampling")
+        for path in glob.glob(os.path.join(out, "runs", f"{kind}-*.json"))]
+    for file in sorted(files):
+        dest = os.path.join(into, os.path.basename(file))
+        if not os.path.isfile(dest):
+            shutil.copyfile(file, dest + ".tmp")
+            os.replace(dest + ".tmp", dest)
+            added.append(os.path.basename(file))
     with open(path + ".tmp", "w") as f:
         json.dump(dict(sorted(blocks.items())), f, indent=0)
     os.replace(path + ".tmp", path)

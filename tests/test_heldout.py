@@ -102,6 +102,27 @@ def test_collect_copies_finished_runs_only(tmp_path):
     assert heldout.main(["--collect", str(tmp_path / "nowhere"), "--into", str(into)]) == 2
 
 
+def test_collect_copies_a_searchs_files_once(tmp_path):
+    """--collect on a search: the hard set and each run's validation, search and sampling files, where
+    results/searched.py reads a block's; a file already collected is kept, a checkpoint is never copied."""
+    out, into = tmp_path / "out", tmp_path / "into"
+    base = out / "runs" / "base" / "code-x"
+    base.mkdir(parents=True)
+    (base / "log.jsonl").write_text("{}\n")
+    (base / "ckpt.pt").write_text("weights")
+    (out / "hard.json").write_text('{"problems": [3]}')
+    names = ["validation-grpo-s0.json", "search-grpo-s0.json", "sampling-grpo_stopped-s0.json"]
+    for name in names + ["validation-grpo-s0.json.tmp"]:
+        (out / "runs" / name).write_text(name)
+    (out / "runs" / "grpo-s0").mkdir()
+    (out / "runs" / "grpo-s0" / "ckpt-step50.pt").write_text("weights")
+    assert sorted(heldout.collect(str(out), str(into))) == sorted(names + ["hard.json"])
+    assert sorted(os.listdir(into)) == sorted(names + ["hard.json", "base", "blocks.json"])
+    assert (into / "search-grpo-s0.json").read_text() == "search-grpo-s0.json"
+    (into / "hard.json").write_text("kept")
+    assert heldout.collect(str(out), str(into)) == [] and (into / "hard.json").read_text() == "kept"
+
+
 def test_holm_by_hand():
     assert heldout.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert heldout.holm([0.5, 0.01]) == pytest.approx([0.5, 0.02])
