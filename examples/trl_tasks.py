@@ -116,6 +116,15 @@ def render_prompt(fmt, task, problem, m, chat):
     return [{"role": "user", "content": text}] if chat else text
 
 
+def prompt_ids(tk, prompt):
+    """A dataset prompt's token ids as TRL builds them: the chat template for a conversation, else the text
+    with the tokenizer's special tokens."""
+    if isinstance(prompt, str):
+        return tk(prompt)["input_ids"]
+    text = tk.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return tk(text, add_special_tokens=False)["input_ids"]
+
+
 def prompt_key(prompt):
     """A prompt as one string, the same in every process: its text, or a conversation's roles and contents."""
     if isinstance(prompt, str):

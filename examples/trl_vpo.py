@@ -8,85 +8,12 @@ model and any of the repository's tasks.
     python examples/trl_vpo.py --algo grpo                        # GRPO, one answer scored by w*ᵀr: the compromise
     python examples/trl_vpo.py --model Qwen/Qwen2.5-0.5B-Instruct --task maze --lora 16   # one GPU: docs/trl.md
 
-The model. Without --model it is a tiny GPT-2 with random weights, built in place and offline over a vocabulary of
-its own. On the toy that vocabulary is the prompt's words, `left`, `right`, `middle`, the separator <|sep|> and
-<|end|> as EOS, so that a random policy already writes candidate answers and RL shapes the set; generation may only
-emit the answer words, <|sep|> and <|end|> (generation_kwargs suppress_tokens; the loss still uses the full
-vocabulary's log-probs). On another task it is the printable ASCII characters, one token each, and <|sep|>.
---model takes any AutoModelForCausalLM: a local directory, or a hub name, the only case that downloads. --lora R
-trains a LoRA adapter of rank R (alpha 2R, every linear layer; peft) in place of every weight; TRL then takes the
-reference model of the KL term from the base with the adapter switched off.
-
-Prompts and answers (examples/trl_tasks.py). The tiny GPT-2 reads the task's own prompt (Task.prompt) and writes
-its m answers joined by the <|sep|> token, as train.py's GPT does. A pretrained model has no such token: it is told
-what the task is and asked for each answer between numbered tags, <answer1>...</answer1>, one a line, and the
-reward function and the evaluation map the tags back to the task's format (<|sep|> between the answers) before
-Task.parse. Where the tokenizer has a chat template the prompt is a conversation of one user message, which TRL
-renders with the template; otherwise it is plain text. The completion's budget is m answers' rooms, measured in
-the model's tokens on the task's demonstrations (trl_tasks.answer_room); --max_completion_length may raise it.
-
-VPO only replaces the advantage estimator, and GRPOTrainer already forms A_g = (R_g - mean_group R) / std, so
-VPO fits in as a reward function: each completion holds m answers (Task.parse), each answer gets a reward vector
-r(y) (Task.score_rollouts: missing answers and repeats within a completion are masked out), and the function
-returns the set reward of vpo.set_rewards,
-
-    R_g = (1/N) sum_n max_{y in completion g} w_n^T r(y),    w_1..w_N ~ Dir(alpha 1_D)  (vpo.sample_weights)
-
-with the N weights shared by the G completions of one prompt. TRL's own group normalization then turns R into
-VPO's advantage (up to the std convention below). It must be the only normalization: the function returns the
-raw set reward, never an advantage, and TRL's scale_rewards stays "group". (The authors' advice to set
-scale_rewards=False applies to the other way of wiring it, a reward function that returns advantages it has
-already normalized; that needs a whole group in one call, which several processes do not guarantee.)
-
-Groups and processes. TRL's RepeatSampler puts the num_generations completions of a prompt next to each other,
-and each process calls the reward function on its own slice before the rewards are gathered and normalized, so
-a process can hold only the head or the tail of a group. The weights are therefore not drawn per call: they are
-a function of (--seed, trainer_state.global_step, the prompt text), seeded through runs.seeding.step_seed with a
-blake2b hash of the prompt (Python's hash() is salted per process and would give every process other weights).
-Every completion of a group, in whichever process and call, is scored under the same N weights; another prompt
-or another step gets other weights. Two dataset rows with the same prompt text in one batch would share theirs.
-
-The trainer settings that must change for train.py's VPO (TRL 1.16; docs/trl.md has the source lines):
-    num_generations=G                 the group: completions per prompt that share the weights
-    scale_rewards="group"             (the default) TRL divides by the group's *sample* std (ddof 1) + 1e-4 where
-                                      VPO divides by the population std (ddof 0) + 1e-6: A_TRL = A_VPO *
-                                      (std_0 + 1e-6) / (std_1 + 1e-4), about sqrt((G-1)/G) = 0.94 for G = 8. TRL
-                                      zeroes no flat group: a group that scored bit-equal gets 0 / 1e-4 = 0, but
-                                      one whose rewards differ by float residue gets tiny nonzero advantages
-                                      where VPO writes exact zeros (std < 1e-6)
-    loss_type="bnpo"                  token-mean over the optimizer step's tokens (train.py --agg token-mean);
-                                      TRL's default "dapo" divides by the generation batch's tokens / the steps
-                                      it is split into, equal only when every step holds as many tokens
-    beta=1e-3, use_bias_correction_kl=False
-                                      the k3 KL to the frozen base, as the paper; TRL's default beta is 0 (no
-                                      reference model) and by default it multiplies the KL by the ratio
-    epsilon=0.2, epsilon_high=0.2     PPO's clip range
-    delta=3.0                         TRL's two-sided clip: the ratio of the unclipped term is capped at delta,
-                                      which for A < 0 is exactly the dual clip c = 3 (and changes nothing for
-                                      A > 0, delta > 1 + epsilon)
-    steps_per_generation=M, per_device_train_batch_size=B*G/M, num_iterations=1
-                                      one PPO epoch over one generation batch in M updates (--minibatches); TRL
-                                      shuffles the batch before splitting it, train.py keeps prompts whole
-    temperature=1.0, top_p=1.0, top_k=0   sampling from the whole distribution (TRL's defaults)
-    max_completion_length             room for m answers (above). TRL has one budget for the whole completion, not
-                                      train.py's own room of answer_tokens per answer (sample.AnswerBudget): a long
-                                      answer takes the room of the next ones, and the completion can be cut inside
-                                      an answer
-    learning_rate, lr_scheduler_type="constant", weight_decay=0.01, adam_beta2=0.999, max_grad_norm=1.0
-                                      the authors' optimizer; the rate is 1e-3 for the tiny model, 1e-6 (the
-                                      authors') for every weight of a pretrained one, 1e-5 for a LoRA adapter
-
-At the end the script samples --eval_samples completions for each of --eval_prompts held-out problems
-(task.problems("test", n, seed)) with transformers' generate at --eval_temperature (0.7, evaluate.py's) and prints
-evaluate.py's table of them (trl_tasks.evaluate_texts): best@k over whole rollouts and pooled, E_w[best@k], pass@k
-(and pass_target@k where the task checks the target), diversity. On the toy it then prints the sets the policy
-writes most often, with E_w[max over the set of w^T r] (w ~ Dir(1, 1), midpoint rule) and w*^T r of the best.
-
-A mistake (a model path that does not exist, a task the repository does not know, m answers that do not fit the
-completion budget or the model's context, --lora without peft) is one line, `error: ...`, and exit code 2, before
-any model is loaded.
+The command: it checks the arguments, builds the task's prompts (trl_tasks.py) and the model (without --model the
+tiny GPT-2 of trl_model.py), and trains it with GRPOTrainer and the set reward of trl_reward.py. Then it samples
+held-out problems and prints evaluate.py's table of them (trl_eval.py). A mistake is one line, `error: ...`, and
+exit code 2, before any model is loaded. docs/trl.md has the trainer's settings, the std convention, and why the
+weights hold across groups and processes.
 """
-import hashlib
 import importlib.util
 import os
 import re
@@ -94,29 +21,23 @@ import sys
 import tempfile
 import time
 import warnings
-from collections import Counter
 from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the repository, to run from anywhere
-sys.path.insert(0, HERE)                   # trl_tasks, beside this file
+sys.path.insert(0, HERE)                   # trl_tasks, trl_reward, trl_model, trl_eval, beside this file
 import torch  # noqa: E402
 
 import trl_tasks  # noqa: E402
-import vpo  # noqa: E402
 from evaluate import format_table  # noqa: E402
 from runs.cli import COUNT, SEED, Parser, UsageError, make_task, number, task_name  # noqa: E402
-from runs.seeding import step_seed  # noqa: E402
-from tasks.tokenizer import BOS, END, PAD, SEP  # noqa: E402
-from tasks.toy import WORDS, ToyTask  # noqa: E402
+from tasks.toy import ToyTask  # noqa: E402
+from trl_eval import print_toy_sets, sample_completions  # noqa: E402
+from trl_model import char_tokenizer, suppressed, tiny_gpt2, word_tokenizer  # noqa: E402
+from trl_reward import SetReward  # noqa: E402
 
 PACKAGES = ("trl", "transformers", "datasets", "tokenizers")  # trl brings the other three, and accelerate
-UNK = "<|unk|>"
-PROMPT_WORDS = ("toy", "name", "of", ":", "/") + tuple("0123456789")  # the rest of ToyTask.prompt's words
-CHARS = tuple(chr(c) for c in range(32, 127)) + ("\n",)                # the in-place model's vocabulary elsewhere
-WEIGHT_STREAM = 5  # runs/seeding.py's stream of VPO's weights
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # e.g. Qwen/Qwen2.5-0.5B-Instruct, gpt2
-EVAL_ROWS = 256    # completions generated at once in the evaluation
 
 
 def get_parser():
@@ -228,104 +149,6 @@ def missing_packages(args):
     return missing
 
 
-def stable_hash(text):
-    """A 64-bit hash of a string, the same in every process and run (blake2b; Python's hash() is salted)."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-
-
-class SetReward:
-    """A TRL reward function: VPO's set reward R_g of each completion (algo "vpo"), or GRPO's w*ᵀr(y_g) of its one
-    answer (algo "grpo"). TRL calls it with the batch's prompts and completions (strings, or conversations), the
-    dataset's other columns (problem_id) and trainer_state, and normalizes the returned floats per group itself.
-
-    problem_of: the task's problem from a value of the dataset's problem_id column. to_task: the model's completion
-    text -> the task's format (trl_tasks.TagFormat.to_task; default: the text itself).
-    last_weights: after a call, the weights each completion was scored under, (n, N, D) (vpo only).
-    """
-
-    def __init__(self, task, m, problem_of, algo="vpo", num_weights=100, alpha=1.0, seed=0, to_task=None):
-        self.task, self.m, self.algo, self.problem_of = task, m, algo, problem_of
-        self.num_weights, self.alpha, self.seed = num_weights, alpha, seed
-        self.to_task = to_task or (lambda text, m: text)
-        self.__name__ = f"{algo}_reward"  # TRL names the reward's log entries after it
-        self.last_weights = None
-
-    def weights(self, step, prompt):
-        """w_1..w_N ~ Dir(alpha 1_D) of one prompt group at one trainer step: (1, N, D). A function of
-        (seed, step, prompt) only, so every process draws the same weights for the same group."""
-        key = stable_hash(trl_tasks.prompt_key(prompt))
-        g = torch.Generator().manual_seed(step_seed(self.seed, WEIGHT_STREAM, step, key))
-        return vpo.sample_weights(1, self.num_weights, self.task.dim, self.alpha, generator=g)
-
-    def __call__(self, prompts, completions, problem_id, trainer_state=None, **_):
-        step = 0 if trainer_state is None else trainer_state.global_step
-        out = [0.0] * len(completions)
-        used = torch.zeros(len(completions), self.num_weights, self.task.dim)
-        texts = [self.to_task(trl_tasks.completion_text(c), self.m) for c in completions]
-        rows_of = {}  # prompt -> its rows in this call (adjacent in TRL's batch; a group may be cut at the ends)
-        for i, prompt in enumerate(prompts):
-            rows_of.setdefault(trl_tasks.prompt_key(prompt), []).append(i)
-        for prompt, rows in rows_of.items():
-            problem = self.problem_of(problem_id[rows[0]])
-            r, mask = self.task.score_rollouts(problem, [texts[i] for i in rows], self.m)   # (G', m, D), (G', m)
-            r, mask = torch.from_numpy(r)[None], torch.from_numpy(mask)[None]              # (1, G', m, D)
-            if self.algo == "vpo":
-                w = self.weights(step, prompt)                                              # (1, N, D)
-                R = vpo.set_rewards(r, mask, w)[0]        # (1/N) sum_n max_y w_n^T r(y): (G',)
-                used[rows] = w[0]
-            else:
-                R = r[0, :, 0] @ torch.as_tensor(self.task.deploy_weights, dtype=r.dtype)   # w*^T r(y_g): (G',)
-            for i, value in zip(rows, R.tolist()):
-                out[i] = value
-        self.last_weights = used if self.algo == "vpo" else None
-        return out
-
-
-# --- the model built in place ------------------------------------------------------------------------------------
-
-def word_tokenizer():
-    """A word-level tokenizer over the toy's words, built offline. The separator is an added but not special
-    token, so that TRL's decoding (skip_special_tokens=True) keeps it; a completion decodes to e.g.
-    'left <|sep|> right'. Every prompt starts with <|bos|>."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    vocab = {t: i for i, t in enumerate((PAD, BOS, END, UNK, SEP) + WORDS + PROMPT_WORDS)}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(),
-                                                  pre_tokenizers.Digits(individual_digits=True)])
-    tk = wrap_tokenizer(core, vocab)
-    ids = tk("toy 417: name 2 of left/right/middle\n")["input_ids"]
-    assert UNK not in tk.convert_ids_to_tokens(ids) and len(ids) == 14, "the toy prompt must tokenize to words"
-    return tk
-
-
-def char_tokenizer():
-    """One token per printable ASCII character and newline (any other character is <|unk|>), and the separator
-    as on the toy: the in-place model's tokenizer for a task other than the toy."""
-    from tokenizers import Tokenizer, decoders, models
-    vocab = {t: i for i, t in enumerate((PAD, BOS, END, UNK, SEP) + CHARS)}
-    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK))   # no merges: one token a character
-    core.decoder = decoders.Fuse()
-    return wrap_tokenizer(core, vocab)
-
-
-def wrap_tokenizer(core, vocab):
-    """The special tokens, <|sep|> as an added token that is not special, <|bos|> before every text, in a
-    transformers tokenizer that pads on the left."""
-    from tokenizers import AddedToken, processors
-    from transformers import PreTrainedTokenizerFast
-    core.add_special_tokens([AddedToken(t, special=True) for t in (PAD, BOS, END, UNK)])
-    core.add_tokens([AddedToken(SEP, special=False, normalized=False)])
-    core.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])])
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, bos_token=BOS, eos_token=END, unk_token=UNK,
-                                   padding_side="left")
-
-
-def banned_ids(tk):
-    """Every token a toy completion may not use: all but the answer words, <|sep|> and <|end|>."""
-    allowed = {tk.convert_tokens_to_ids(t) for t in WORDS + (SEP, END)}
-    return [i for i in range(len(tk)) if i not in allowed]
-
-
 # --- before the model: task, tokenizer, prompts, budget ----------------------------------------------------------
 
 def one_line(error):
@@ -343,15 +166,6 @@ def load_tokenizer(args, task):
     if tk.pad_token is None:
         tk.pad_token = tk.eos_token
     return tk
-
-
-def prompt_ids(tk, prompt):
-    """A dataset prompt's token ids as TRL builds them: the chat template for a conversation, else the text
-    with the tokenizer's special tokens."""
-    if isinstance(prompt, str):
-        return tk(prompt)["input_ids"]
-    text = tk.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    return tk(text, add_special_tokens=False)["input_ids"]
 
 
 def model_context(args):
@@ -389,7 +203,7 @@ def prepare(args):
         raise UsageError(f"--task {args.task}: {e}") from None
     prompts = [trl_tasks.render_prompt(fmt, task, p, m, chat) for p in problems]
     eval_prompts = [trl_tasks.render_prompt(fmt, task, p, m, chat) for p in eval_problems]
-    longest = max(len(prompt_ids(tk, p)) for p in prompts + eval_prompts)
+    longest = max(len(trl_tasks.prompt_ids(tk, p)) for p in prompts + eval_prompts)
     if args.source == "in-place":
         context = 64 * -(-(longest + budget) // 64)  # 64 for the toy, as the example always had
     else:
@@ -404,35 +218,21 @@ def prepare(args):
 # --- the trainer --------------------------------------------------------------------------------------------------
 
 def load_model(args, run, out_dir):
-    """The policy: the tiny GPT-2 (saved to out_dir/base and loaded back: with beta > 0 TRL builds the frozen
-    reference from the policy's path), or the pretrained model (bf16 for a LoRA base on a GPU, else float32)."""
-    from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
+    """The policy: the tiny GPT-2 (trl_model.tiny_gpt2), or the pretrained model (bf16 for a LoRA base on a GPU,
+    else float32)."""
+    from transformers import AutoModelForCausalLM
     if args.source != "in-place":
         dtype = torch.bfloat16 if args.lora and torch.cuda.is_available() else torch.float32
         try:
             return AutoModelForCausalLM.from_pretrained(os.path.expanduser(args.model), dtype=dtype)
         except Exception as e:
             raise UsageError(f"--model {args.model}: cannot load it as a causal LM: {one_line(e)}") from None
-    tk = run.tk
-    torch.manual_seed(args.seed)  # the random weights of GPT-2
-    ids = {t: tk.convert_tokens_to_ids(t) for t in (PAD, BOS, END)}
-    base = GPT2LMHeadModel(GPT2Config(
-        n_layer=args.n_layer, n_head=2, n_embd=args.n_embd, n_positions=run.context, vocab_size=len(tk),
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=ids[BOS], eos_token_id=ids[END],
-        pad_token_id=ids[PAD]))
-    base_path = os.path.join(out_dir, "base")
-    base.save_pretrained(base_path)
-    return GPT2LMHeadModel.from_pretrained(base_path)
-
-
-def suppressed(args, run):
-    """Token ids generation may not emit: on the toy with the in-place model, all but the answer words."""
-    return banned_ids(run.tk) if args.source == "in-place" and isinstance(run.task, ToyTask) else None
+    return tiny_gpt2(run.tk, run.context, args.n_layer, args.n_embd, args.seed, out_dir)
 
 
 def build_trainer(args, run, reward, out_dir):
-    """The GRPOTrainer of the run (prepare(args) -> run), with the settings of the module docstring. reward: the
-    reward function (None: SetReward of the run's task). -> trainer"""
+    """The GRPOTrainer of the run (prepare(args) -> run), with the settings of docs/trl.md. reward: the reward
+    function (None: SetReward of the run's task). -> trainer"""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -465,74 +265,6 @@ def build_trainer(args, run, reward, out_dir):
                           peft_config=peft_config)
     trainer.remove_callback(PrinterCallback)
     return trainer
-
-
-# --- the evaluation -----------------------------------------------------------------------------------------------
-
-def sample_completions(model, args, run):
-    """--eval_samples completions of each held-out prompt with transformers' generate at --eval_temperature,
-    decoded as TRL decodes them and mapped to the task's format. -> texts (P*K,), prompt-major"""
-    tk, K, T = run.tk, args.eval_samples, args.eval_temperature
-    device = next(model.parameters()).device
-    eos = model.generation_config.eos_token_id
-    eos = [tk.eos_token_id] + [e for e in ([eos] if isinstance(eos, int) else eos or []) if e != tk.eos_token_id]
-    banned = suppressed(args, run)
-    torch.manual_seed(step_seed(args.seed, 8))  # HF generate samples from torch's global generator
-    texts, chunk = [], max(1, EVAL_ROWS // K)
-    for start in range(0, len(run.eval_prompts), chunk):
-        ids = [prompt_ids(tk, p) for p in run.eval_prompts[start:start + chunk]]
-        width = max(map(len, ids))
-        x = torch.tensor([[tk.pad_token_id] * (width - len(i)) + i for i in ids], device=device)   # left-padded
-        mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids], device=device)
-        with torch.no_grad():
-            out = model.generate(input_ids=x, attention_mask=mask, do_sample=T > 0, temperature=T if T > 0 else None,
-                                 top_k=0, top_p=1.0, min_p=None, repetition_penalty=1.0,
-                                 max_new_tokens=run.budget, num_return_sequences=K if T > 0 else 1,
-                                 suppress_tokens=banned, pad_token_id=tk.pad_token_id, eos_token_id=eos)
-        if T == 0:  # greedy: every sample of a prompt is the same completion
-            out = out.repeat_interleave(K, dim=0)
-        texts += tk.batch_decode(out[:, width:], skip_special_tokens=True)
-    return [run.fmt.to_task(t, run.m) for t in texts]
-
-
-def dirichlet_grid(n=10_001):
-    """w = (u, 1 - u) at the midpoints u of n equal cells: E_w under w ~ Dir(1, 1) by the midpoint rule. (1, n, 2)"""
-    u = (torch.arange(n, dtype=torch.float64) + 0.5) / n
-    return torch.stack([u, 1 - u], dim=-1)[None].float()
-
-
-def describe(task, answers):
-    """A set of answers in words, the corners and compromise named: 'left (1, 0), right (0, 1)'."""
-    return ", ".join(f"{a} ({', '.join(f'{x:g}' for x in task.score(None, a).tolist())})" for a in answers) or "nothing"
-
-
-def toy_sets(task, problems, texts, m):
-    """The toy's sets: -> (the distinct valid answers of each completion (sorted tuples), E_w max (n,), w*ᵀr of the
-    best answer (n,))"""
-    K = len(texts) // len(problems)
-    sets, values, best = [], [], []
-    for b, problem in enumerate(problems):
-        r, mask = task.score_rollouts(problem, texts[b * K:(b + 1) * K], m)                    # (K, m, D), (K, m)
-        r, mask = torch.from_numpy(r), torch.from_numpy(mask)
-        values.append(vpo.set_rewards(r[None], mask[None], dirichlet_grid())[0])              # E_w max_y w^T r(y)
-        w_star = torch.as_tensor(task.deploy_weights, dtype=r.dtype)
-        best.append(vpo.masked_max(r @ w_star, mask))                                         # max_y w*^T r(y)
-        for k in range(K):
-            sets.append(tuple(sorted({a for a, ok in zip(task.parse(texts[b * K + k], m), mask[k]) if ok})))
-    return sets, torch.cat(values), torch.cat(best)
-
-
-def print_toy_sets(task, problems, texts, m, name):
-    sets, values, best = toy_sets(task, problems, texts, m)
-    print("their sets:")
-    counts = Counter(sets)
-    for s, c in counts.most_common(5):
-        idx = sets.index(s)
-        print(f"  {c:3d}/{len(sets)}  {'{' + ', '.join(s) + '}':<24s} E_w max {values[idx]:.2f}   "
-              f"w*ᵀr of best {best[idx]:.2f}")
-    idx = sets.index(counts.most_common(1)[0][0])
-    print(f"{name:4s} m={m}: learns {describe(task, sets[idx]):<46s} w*ᵀr of its best answer {best[idx]:.2f}   "
-          f"E_w[max over its answers] {values[idx]:.2f}   (mean over samples {best.mean():.2f}, {values.mean():.2f})")
 
 
 # --- the command --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""examples/trl_vpo.py and examples/trl_tasks.py: VPO's set reward as a reward function for TRL's GRPOTrainer, on
+"""examples/trl_vpo.py and the modules beside it: VPO's set reward as a reward function for TRL's GRPOTrainer, on
 any causal LM and any of the repository's tasks.
 
 Tested everywhere (plain torch and the core): the command line's mistakes (one line, exit 2, before anything loads),
@@ -8,7 +8,6 @@ and against evaluate.evaluate on the same completions. The tests that run TRL ne
 no dependency of the project (docs/trl.md), and are skipped where those are missing: a trainer step's advantages,
 a tiny Qwen2 with a chat template built here (the rendered prompt, two training steps on the maze, a budget or a
 context too small, LoRA), and the toy end to end."""
-import importlib.util
 import json
 import os
 import re
@@ -28,10 +27,11 @@ from tasks import get_task  # noqa: E402
 from tasks.tokenizer import SEP  # noqa: E402
 from tasks.toy import ToyProblem, ToyTask  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("trl_vpo", SCRIPT)
-trl_vpo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(trl_vpo)  # imports no trl: that happens in main() and build_trainer()
-trl_tasks = trl_vpo.trl_tasks
+sys.path.insert(0, os.path.join(ROOT, "examples"))  # importing them imports no trl: main() and build_trainer() do
+import trl_eval  # noqa: E402
+import trl_reward  # noqa: E402
+import trl_tasks  # noqa: E402
+import trl_vpo  # noqa: E402
 
 VECTORS = {"left": (1.0, 0.0), "right": (0.0, 1.0), "middle": (0.6, 0.6)}  # the toy's r(y), written out again
 COMPLETIONS = [f"left {SEP} right", f"right{SEP}left", f"middle {SEP} middle", "left", "", f"junk {SEP} right",
@@ -137,7 +137,7 @@ def test_the_rewards_are_the_set_rewards_of_vpo():
     """What the function hands TRL is vpo.set_rewards on Task.score_rollouts' answers, under the weights it drew,
     and equals a brute force over the answers (repeats once, missing and junk zero, answers past m ignored)."""
     task, m = ToyTask(), 2
-    reward = trl_vpo.SetReward(task, m, ToyProblem, num_weights=50, seed=1)
+    reward = trl_reward.SetReward(task, m, ToyProblem, num_weights=50, seed=1)
     prompts, completions, ids = batch()
     out = reward(prompts, completions, problem_id=ids, trainer_state=SimpleNamespace(global_step=7))
     W = reward.last_weights                                                          # (16, N, D)
@@ -152,7 +152,7 @@ def test_the_rewards_are_the_set_rewards_of_vpo():
 
 
 def test_grpo_rewards_the_first_answer_with_the_deployment_weights():
-    reward = trl_vpo.SetReward(ToyTask(), 1, ToyProblem, algo="grpo")
+    reward = trl_reward.SetReward(ToyTask(), 1, ToyProblem, algo="grpo")
     out = reward(["p"] * 4, ["middle", "left", f"left {SEP} middle", "up"], problem_id=[1] * 4)
     assert out == pytest.approx([0.6, 0.5, 0.5, 0.0]) and reward.last_weights is None
 
@@ -160,7 +160,7 @@ def test_grpo_rewards_the_first_answer_with_the_deployment_weights():
 def test_the_weights_are_shared_by_a_group_even_across_calls_and_differ_across_groups_and_steps():
     """Every completion of a group is scored under the same N weights, also when the group is cut across two calls
     (two processes each holding part of it); another prompt or another step has other weights."""
-    reward = trl_vpo.SetReward(ToyTask(), 2, ToyProblem, num_weights=50, seed=1)
+    reward = trl_reward.SetReward(ToyTask(), 2, ToyProblem, num_weights=50, seed=1)
     prompts, completions, ids = batch()
     G, step = len(COMPLETIONS), SimpleNamespace(global_step=7)
     out = reward(prompts, completions, problem_id=ids, trainer_state=step)
@@ -185,7 +185,7 @@ def test_conversations_in_the_tag_format_get_the_rewards_of_the_same_answers_in_
     prompts, completions, ids = batch()
     chats = [[{"role": "user", "content": p}] for p in prompts]
     said = [[{"role": "assistant", "content": as_tags(c)}] for c in completions]
-    tags = trl_vpo.SetReward(task, m, ToyProblem, num_weights=50, seed=1, to_task=trl_tasks.TagFormat().to_task)
+    tags = trl_reward.SetReward(task, m, ToyProblem, num_weights=50, seed=1, to_task=trl_tasks.TagFormat().to_task)
     step = SimpleNamespace(global_step=3)
     out = tags(chats, said, problem_id=ids, trainer_state=step)
     W = tags.last_weights                                                            # (2G, N, D)
@@ -377,7 +377,7 @@ def test_trl_advantages_are_vpo_advantages_up_to_the_std_convention(tmp_path):
     run = trl_vpo.prepare(args)
     calls = []
 
-    class Recorded(trl_vpo.SetReward):
+    class Recorded(trl_reward.SetReward):
         def __call__(self, prompts, completions, **kw):
             out = super().__call__(prompts, completions, **kw)
             calls.append(dict(prompts=prompts, completions=completions, ids=kw["completion_ids"], out=out,
@@ -434,7 +434,7 @@ def test_a_chat_model_gets_a_conversation_rendered_with_its_template(qwen_dir):
     assert run.chat and run.fmt.name == "tags" and len(run.prompts) == 4
     task, problem, prompt = run.task, run.problems[0], run.prompts[0]
     assert prompt == [{"role": "user", "content": trl_tasks.TagFormat().prompt_text(task, problem, 3)}]
-    text = run.tk.decode(trl_vpo.prompt_ids(run.tk, prompt))
+    text = run.tk.decode(trl_tasks.prompt_ids(run.tk, prompt))
     assert text == f"<|im_start|>user\n{prompt[0]['content']}<|im_end|>\n<|im_start|>assistant\n"
     assert task.prompt(problem, 3).rstrip() in text and "<answer3>...</answer3>" in text
     room = trl_tasks.answer_room(task, trl_tasks.TagFormat(), len, 3)[0]      # bytes = tokens here
@@ -504,7 +504,7 @@ def test_two_training_steps_on_the_maze_with_a_chat_model(qwen_dir, tmp_path):
     moved = max(float((model.state_dict()[k] - v).abs().max()) for k, v in before.items())
     assert moved > 1e-3, moved                      # Adam's steps of about lr; weight decay alone moves < 1e-5
     run.problems = run.problems + run.eval_problems   # the scripted rows of the evaluation: its mazes' demonstrations
-    texts = trl_vpo.sample_completions(model.eval(), args, run)                  # 2 held-out mazes x 2 samples
+    texts = trl_eval.sample_completions(model.eval(), args, run)                  # 2 held-out mazes x 2 samples
     assert len(texts) == 4 and SEP in texts[0] and "<answer" not in texts[0]    # mapped to the task's format
     metrics = trl_tasks.evaluate_texts(task, run.eval_problems, texts, m, [2, 4], trl_tasks.eval_weights(task), 0.7)
     assert set(metrics["best@k"]) == {2, 4} and metrics["answers_per_problem"] == 4
