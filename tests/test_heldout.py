@@ -133,7 +133,7 @@ def fake_run(seed, slug, m, at500, at250, hacks, base=None):
     target = lambda v: {"pooled_pass_target@k": {str(k): v for k in heldout.KS}}
     metrics = {**target(at500), "m": m, "problems": 64, "hack_rate": {"fits_shown": hacks[0], "pieces": hacks[1]}}
     return {"seed": seed, "slug": slug, "dir": f"/nowhere/{slug}-s{seed}", "evals": [{"step": 250, **target(at250)}],
-            "summary": {"args": {"steps": 500}, "metrics": metrics, "base_metrics": base}}
+            "summary": {"args": {"steps": 500, "batch_size": 8, "group_size": 8}, "metrics": metrics, "base_metrics": base}}
 
 
 def test_report_by_hand():
@@ -149,15 +149,15 @@ def test_report_by_hand():
             "VPO": [fake_run(s, "vpo", 3, v, 0.7, (0.0, 0.4)) for s, v in enumerate((0.7, 0.75, 0.65))],
             "Multi-RLVR with the max": [fake_run(s, "multi_rlvr_max", 3, v, 0.7, (0.0, 0.1))
                                         for s, v in enumerate((0.6, 0.7, 0.8))]}
-    logs = {"grpo-s0": [{"step": t, "hack_fits_shown": 0.5, "hack_pieces": None if t > 200 else 0.25}
-                        for t in range(1, 501)]}
+    logs = {f"grpo-s{s}": [{"step": t, "hack_fits_shown": 0.5, "hack_pieces": None if t > 200 else 0.25,
+                            "completion_tokens": 2.0 + s} for t in range(1, 501)] for s in range(3)}
     lines = heldout.report_lines(setup, runs, {}, logs)
     deciding = next(line for line in lines if line.startswith("| VPO − GRPO | k=48 |"))
     p = label_p([0.7, 0.75, 0.65], [0.5, 0.6, 0.55])
     assert "+0.150 [" in deciding and f"| {p:.3g} |" in deciding and deciding.endswith("| deciding |")
     sign = next(line for line in lines if line.startswith("| GRPO − warm start |"))
-    assert "-0.250, 3 of 3 runs below" in sign and "| 0.25 |" in sign   # 2 x 1/8
-    ps = [float(next(line for line in lines if line.startswith(f"| {pair} | k={k} |")).split(" | ")[4])
+    assert "-0.250, 3 of 3 runs below" in sign and "| 0.125 (one-sided) |" in sign   # 1/8: all 3 below
+    ps = [float(next(line for line in lines if line.startswith(f"| {pair} | k={k} |")).split(" | ")[4].split()[0])
           for pair, k in (("VPO − GRPO", 1), ("VPO − Multi-RLVR with the max", 48), ("GRPO − warm start", 48))]
     for (pair, k), adjusted in zip((("VPO − GRPO", 1), ("VPO − Multi-RLVR with the max", 48),
                                     ("GRPO − warm start", 48)), heldout.holm(ps)):
@@ -168,6 +168,9 @@ def test_report_by_hand():
     hack = next(line for line in lines if line.startswith("| GRPO | 0.500"))
     assert hack == "| GRPO | 0.500 / 0.250 | 0.500 / 0.250 | - | - | - | 0.100 / 0.200 |"
     assert "- VPO: s0 0.700, s1 0.750, s2 0.650" in lines
+    # GRPO's runs wrote 2, 3 and 4 tokens a rollout at each of 500 steps of 8 x 8 rollouts; VPO's have no logs
+    assert next(line for line in lines if line.startswith("Completion tokens")).endswith(
+        "(the budget the plan could not equalize): GRPO 0.10 M.")
 
 
 def test_report_command_on_run_files(tmp_path, capsys):
