@@ -19,7 +19,8 @@ def _label(ax, title, xlabel):
 
 def compare_figures(runs, bases, out, title, key="pooled_best@k"):
     """best_at_k.png: key@k (pooled best@k by default) against k at the last step; over_training.png: key at the
-    largest k along training (step 0: the warm start). Each run a faint line, the mean bold."""
+    largest k along training (step 0: the warm start). Each run a faint line, the mean bold; the warm start dashed
+    in best_at_k.png, at each m of bases ({m: its evaluation})."""
     largest = max(int(k) for rs in runs.values() for r in rs for k in r["summary"]["metrics"][key])
     for name, xlabel in (("best_at_k", "k (answers)"), ("over_training", "RL step (0 = warm start)")):
         fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -38,7 +39,12 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k"):
             for line in lines:
                 ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)
             ax.plot(xs, np.mean(lines, axis=0), "o-", color=f"C{i}", lw=2.5, label=f"{label} (mean of {len(lines)})")
-        if name == "best_at_k":
+        if name == "best_at_k":   # the warm start beside the arms, at each m they write
+            for j, (m, base) in enumerate(sorted(bases.items())):
+                if key in base:
+                    ks = sorted(int(k) for k in base[key])
+                    ax.plot(ks, [value(base, key, k) for k in ks], ("--", ":", "-.")[j % 3], color="0.3", lw=1.5,
+                            label=f"warm start, {m} answer{'s' * (m > 1)} a rollout")
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs, [str(k) for k in xs])
         _label(ax, f"{title}\n" + (f"{key.replace('_', ' ')} at the last step" if name == "best_at_k" else

@@ -194,3 +194,17 @@ def test_only_complete_seeds_are_read():
             "VPO": [fake_run(s, "vpo", 3, 0.5, 0.5, (0, 0)) for s in (0, 1)]}
     kept, left = heldout.complete_seeds(runs)
     assert [r["seed"] for r in kept["GRPO"]] == [0, 1] and left == ["grpo-s2"]
+
+
+def test_the_committed_report_is_the_commands():
+    """results/heldout.md ends with what `python -m results.heldout --report` prints from the committed runs."""
+    from results.compare import read_runs
+    from results.jobs import read_config
+    setup = read_config(heldout.COMPARISON)
+    runs = read_runs(setup, None, report=True)
+    with open(os.path.join(setup.dir, "blocks.json")) as f:
+        blocks = json.load(f)
+    with open(os.path.join(os.path.dirname(heldout.COMPARISON), "..", "heldout.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert text.endswith("\n".join(heldout.report_lines(setup, runs, blocks, heldout.read_logs(runs))) + "\n")
+    assert "| VPO − GRPO | k=48 | 6 / 6 |" in text
