@@ -198,32 +198,40 @@ def run_jobs(queue, jobs, in_process, echo, line):
     return failed + run_queue(queue, jobs, ended, in_process=in_process)
 
 
-def run_searches(setup, out, jobs, in_process=False, echo=print):
-    """Search from every finished run and from the warm start (results/searched.py), after the screen where the hard
-    set is not fixed yet; files already there are kept. -> the names of the jobs that failed or could not start."""
-    return [j["name"] for j in run_jobs(search_queue(setup, out), jobs, in_process, echo, lambda j, rc, left: (
-        f"{j['name']}: " + ("done" if rc == 0 else f"FAILED ({rc})") + f" ({left} left)"))]
-
-
 # ---------------------------------------------------------------------------------------------------- runs
 def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     """Train every run without a summary.json, seed by seed, at most `jobs` at a time in worker processes
     (in_process: here, one after the other). A run waits while another trains its warm start (results/jobs.py).
-    job(argv, out_dir, log) -> exit code: one run (default train_job). echo: one line per finished run.
-    -> [(slug, seed)] of the runs that failed."""
+    With a "search", the screen comes first, and each seed's validations, searches and samplings follow its runs
+    in the queue (results/searched.py), each starting once its run has finished: a seed's units finish together,
+    on one machine, before the next seed's. job(argv, out_dir, log) -> exit code: one run (default train_job).
+    echo: one line per finished job. -> the names of the runs (SLUG-sSEED) and search jobs that failed or could
+    not start."""
     runs, logs, total = os.path.join(out, "runs"), os.path.join(out, "logs"), len(setup.runs())
     os.makedirs(logs, exist_ok=True)
     queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed), runs,
                                                       os.path.join(logs, f"{run_name(arm, seed)}.log"))}
              for arm, seed in setup.runs() if not os.path.isfile(os.path.join(run_path(out, arm, seed),
                                                                                "summary.json"))]
+    if setup.search:
+        searches = search_queue(setup, out)
+        seeds = list(setup.seeds) + sorted({j["seed"] for j in queue + searches if j.get("seed") is not None}
+                                           - set(setup.seeds))
+        queue = [j for j in searches if j.get("seed") is None] + [
+            j for seed in seeds for j in [t for t in queue if t["seed"] == seed] + [
+                x for x in searches if x.get("seed") == seed]]
+    trained = [total - sum("arm" in j for j in queue)]
 
     def line(j, rc, left):
+        if "arm" not in j:
+            return f"{j['name']}: " + ("done" if rc == 0 else f"FAILED ({rc})") + f" ({left} left)"
         arm, seed = j["arm"], j["seed"]
+        trained[0] += 1
         return f"{arm.label} run {seed}: " + (progress(run_path(out, arm, seed)) if rc == 0 else
                                               f"FAILED ({rc}); see {out}/logs/{run_name(arm, seed)}.log") \
-            + f" ({total - left} of {total})"
-    return [(j["arm"].slug, j["seed"]) for j in run_jobs(queue, jobs, in_process, echo, line)]
+            + f" ({trained[0]} of {total})"
+    return [run_name(j["arm"], j["seed"]) if "arm" in j else j["name"]
+            for j in run_jobs(queue, jobs, in_process, echo, line)]
 
 
 def progress(directory):
@@ -404,9 +412,7 @@ def main(argv=None, in_process=False, echo=print):
         return 2
     if not report:
         write_config(setup, out)
-    failed = [] if report else [f"{slug}-s{seed}" for slug, seed in run_all(setup, out, jobs, in_process, echo)]
-    if setup.search and not report:
-        failed += run_searches(setup, out, jobs, in_process, echo)
+    failed = [] if report else run_all(setup, out, jobs, in_process, echo)
     write_report(setup, out, shlex.join(["python", "-m", "results.compare", *argv]), started, failed, report)
     print(f"compare: {time.time() - started:.0f} s; {os.path.join(out, 'compare.md')}"
           + (f"; FAILED: {', '.join(failed)}" if failed else ""))

@@ -275,9 +275,10 @@ def answers_per_call(setup, arm):
 
 
 def search_queue(setup, out):
-    """The jobs of results/jobs.py:run_queue that search from every finished run (with a "stopped": and from its
-    weights at t*, after its validation) and from the warm start, each waiting for the files it needs; the screen
-    first where the hard set is not fixed yet. Files already there are kept (a comparison resumes)."""
+    """The jobs of results/jobs.py:run_queue that search from every run (with a "stopped": and from its weights at
+    t*, after its validation) and from the warm start, each with its RL seed ("seed") and waiting for the files it
+    needs: the hard set, and a run's summary.json (its training has finished) or its validation file; the screen
+    first (seed None) where the hard set is not fixed yet. Files already there are kept (a comparison resumes)."""
     s, runs = setup.search, os.path.join(out, "runs")
     first = setup.arms[0]
     base, hard = base_file(setup.argv(first, setup.seeds_of(first)[0]), runs), hard_path(setup, out)
@@ -295,14 +296,15 @@ def search_queue(setup, out):
             run = arm and os.path.join(runs, run_name(arm, seed))
             ckpt = base if arm is None else os.path.join(run, "ckpt.pt") if slug == arm.slug else \
                 os.path.join(runs, f"validation-{run_name(arm, seed)}.json")
-            done = arm is None or os.path.isfile(os.path.join(run, "summary.json"))
-            if done and ckpt.endswith(".json") and not os.path.isfile(ckpt):
-                queue.append({"fn": validation_job, "needs": [], "name": os.path.basename(ckpt)[:-5],
-                              "args": (run, s["stopped"]["validation"], s["stopped"]["k"], ckpt)})
+            trained = [] if arm is None else [os.path.join(run, "summary.json")]   # ckpt.pt is there mid-training
+            if ckpt.endswith(".json") and not os.path.isfile(ckpt):
+                queue.append({"fn": validation_job, "needs": trained, "name": os.path.basename(ckpt)[:-5],
+                              "seed": seed, "args": (run, s["stopped"]["validation"], s["stopped"]["k"], ckpt)})
             for kind in KINDS:
                 path = os.path.join(runs, f"{kind}-{slug}-s{seed}.json")
-                if done and not os.path.isfile(path):
-                    queue.append({"fn": search_job, "needs": [hard, ckpt], "name": os.path.basename(path)[:-5],
+                if not os.path.isfile(path):
+                    queue.append({"fn": search_job, "needs": [hard, ckpt] + trained, "seed": seed,
+                                  "name": os.path.basename(path)[:-5],
                                   "args": (kind, ckpt, 1 if arm is None else None, hard, s.get("problems"),
                                            s["budgets"][-1], s.get("temperature", 1.0),
                                            s.get("search_seed", 2000) + seed, seed, path)})

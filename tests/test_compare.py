@@ -93,7 +93,7 @@ def fake_run(argv, out_dir, log):
 def test_the_worker_pool_runs_each_run_in_a_worker_with_one_thread(tmp_path, capsys):
     import json
     setup, out, _, _ = compare.parse_command(["--task", "toy", *TINY, "--out", str(tmp_path)])
-    assert compare.run_all(setup, out, 2, job=fake_run) == [("vpo", 1)]
+    assert compare.run_all(setup, out, 2, job=fake_run) == ["vpo-s1"]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and sum("FAILED (3)" in line for line in lines) == 1
     assert "grpo run 0: done: pooled best@1 0.500 at step 2" in "\n".join(lines)

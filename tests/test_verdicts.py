@@ -154,7 +154,12 @@ def test_the_command_searches_after_training_and_resumes(tmp_path, capsys):
     file of the first."""
     config, out = tiny_search_config(tmp_path), tmp_path / "out"
     argv = ["--config", config, "--jobs", "1", "--out", str(out), "--metric", "solved"]
-    assert compare.main(argv, in_process=True) == 0
+    lines = []
+    assert compare.main(argv, in_process=True, echo=lines.append) == 0
+    # seed by seed: the screen once the warm start exists, then each seed's searches right after its runs
+    ended = [re.sub(r"^\[ *\d+ s\] ", "", line).split(":")[0] for line in lines]
+    assert ended[:3] == ["GRPO run 0", "the screen", "VPO run 0"], ended
+    assert ended.index("evolve-vpo-s0") < ended.index("GRPO run 1") < ended.index("evolve-grpo-s1"), ended
     hard = compare.read_json(str(out / "hard.json"))
     assert hard["screened"] == 4 and hard["m"] == [1, 3] and "equals the target" in hard["rule"]
     names = sorted(p.name for p in (out / "runs").glob("*-s*.json"))
@@ -170,6 +175,23 @@ def test_the_command_searches_after_training_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     assert compare.main(argv, in_process=True) == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")} == before
+
+
+def test_a_run_is_searched_only_once_it_has_finished(tmp_path):
+    """A run's checkpoint exists while it trains: its validation, searches and samplings wait for its summary.json,
+    the warm start's for the hard set only."""
+    from results.jobs import read_config
+    from results.searched import search_queue
+    config = tiny_search_config(tmp_path, stopped={"validation": [0, 3], "k": [1, 3]})
+    out = tmp_path / "out"
+    (out / "runs" / "grpo-s0").mkdir(parents=True)
+    (out / "runs" / "grpo-s0" / "ckpt.pt").write_text("mid-training")
+    queue = search_queue(read_config(config), str(out))
+    summary = str(out / "runs" / "grpo-s0" / "summary.json")
+    mine = [j for j in queue if j["name"].endswith("grpo-s0") or j["name"].endswith("grpo_stopped-s0")]
+    assert len(mine) == 5 and all(summary in j["needs"] for j in mine)   # validation, 2 x final, 2 x stopped
+    assert all(j["seed"] == 0 for j in mine) and queue[0]["name"] == "the screen" and queue[0].get("seed") is None
+    assert all(not any(n.endswith("summary.json") for n in j["needs"]) for j in queue if "-base-" in j["name"])
 
 
 def test_every_arm_stopped_early_the_hard_set_rules_the_commit_and_resuming(tmp_path, monkeypatch):
