@@ -15,21 +15,20 @@ import torch  # noqa: E402
 
 import vpo  # noqa: E402
 from runs.seeding import step_seed  # noqa: E402
-from trl_model import suppressed  # noqa: E402
 from trl_tasks import prompt_ids  # noqa: E402
 
 EVAL_ROWS = 256    # completions generated at once in the evaluation
 
 
-def sample_completions(model, args, run):
-    """--eval_samples completions of each held-out prompt with transformers' generate at --eval_temperature,
-    decoded as TRL decodes them and mapped to the task's format. -> texts (P*K,), prompt-major"""
-    tk, K, T = run.tk, args.eval_samples, args.eval_temperature
+def sample_completions(model, run, samples, temperature, seed, banned=None):
+    """`samples` completions of each held-out prompt (run.eval_prompts) with transformers' generate at
+    `temperature` (0: greedy), never emitting the `banned` token ids, decoded as TRL decodes them and mapped to the
+    task's format. -> texts (P*K,), prompt-major"""
+    tk, K, T = run.tk, samples, temperature
     device = next(model.parameters()).device
     eos = model.generation_config.eos_token_id
     eos = [tk.eos_token_id] + [e for e in ([eos] if isinstance(eos, int) else eos or []) if e != tk.eos_token_id]
-    banned = suppressed(args, run)
-    torch.manual_seed(step_seed(args.seed, 8))  # HF generate samples from torch's global generator
+    torch.manual_seed(step_seed(seed, 8))  # HF generate samples from torch's global generator
     texts, chunk = [], max(1, EVAL_ROWS // K)
     for start in range(0, len(run.eval_prompts), chunk):
         ids = [prompt_ids(tk, p) for p in run.eval_prompts[start:start + chunk]]

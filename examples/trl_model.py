@@ -4,7 +4,7 @@ vocabulary of its own (docs/trl.md, "What the example builds").
 
 On the toy the vocabulary is the prompt's words, the answers `left`, `right`, `middle`, the separator <|sep|> and
 <|end|> as EOS, so that a random policy already writes candidate answers; generation may emit only the answer
-words, <|sep|> and <|end|> (suppressed). On another task it is the printable ASCII characters, one token each, and
+words, <|sep|> and <|end|> (banned_ids). On another task it is the printable ASCII characters, one token each, and
 <|sep|>.
 """
 import os
@@ -16,7 +16,7 @@ sys.path.insert(0, HERE)                   # the other examples, beside this fil
 import torch  # noqa: E402
 
 from tasks.tokenizer import BOS, END, PAD, SEP  # noqa: E402
-from tasks.toy import WORDS, ToyTask  # noqa: E402
+from tasks.toy import WORDS  # noqa: E402
 
 UNK = "<|unk|>"
 PROMPT_WORDS = ("toy", "name", "of", ":", "/") + tuple("0123456789")  # the rest of ToyTask.prompt's words
@@ -64,11 +64,6 @@ def banned_ids(tk):
     """Every token a toy completion may not use: all but the answer words, <|sep|> and <|end|>."""
     allowed = {tk.convert_tokens_to_ids(t) for t in WORDS + (SEP, END)}
     return [i for i in range(len(tk)) if i not in allowed]
-
-
-def suppressed(args, run):
-    """Token ids generation may not emit: on the toy with the in-place model, all but the answer words."""
-    return banned_ids(run.tk) if args.source == "in-place" and isinstance(run.task, ToyTask) else None
 
 
 def tiny_gpt2(tk, context, n_layer, n_embd, seed, out_dir):

@@ -33,7 +33,7 @@ from evaluate import format_table  # noqa: E402
 from runs.cli import COUNT, SEED, Parser, UsageError, make_task, number, task_name  # noqa: E402
 from tasks.toy import ToyTask  # noqa: E402
 from trl_eval import print_toy_sets, sample_completions  # noqa: E402
-from trl_model import char_tokenizer, suppressed, tiny_gpt2, word_tokenizer  # noqa: E402
+from trl_model import banned_ids, char_tokenizer, tiny_gpt2, word_tokenizer  # noqa: E402
 from trl_reward import SetReward  # noqa: E402
 
 PACKAGES = ("trl", "transformers", "datasets", "tokenizers")  # trl brings the other three, and accelerate
@@ -230,6 +230,11 @@ def load_model(args, run, out_dir):
     return tiny_gpt2(run.tk, run.context, args.n_layer, args.n_embd, args.seed, out_dir)
 
 
+def suppressed(args, run):
+    """Token ids generation may not emit: on the toy with the in-place model, all but the answer words."""
+    return banned_ids(run.tk) if args.source == "in-place" and isinstance(run.task, ToyTask) else None
+
+
 def build_trainer(args, run, reward, out_dir):
     """The GRPOTrainer of the run (prepare(args) -> run), with the settings of docs/trl.md. reward: the reward
     function (None: SetReward of the run's task). -> trainer"""
@@ -346,7 +351,8 @@ def train_and_evaluate(args, run, out_dir):
         model = trainer.accelerator.unwrap_model(trainer.model)
 
     t0 = time.perf_counter()
-    texts = sample_completions(model.eval(), args, run)
+    texts = sample_completions(model.eval(), run, args.eval_samples, args.eval_temperature, args.seed,
+                               suppressed(args, run))
     metrics = trl_tasks.evaluate_texts(run.task, run.eval_problems, texts, m, args.eval_ks,
                                        trl_tasks.eval_weights(run.task), args.eval_temperature)
     print(f"sampled {len(texts)} completions on {args.eval_prompts} held-out problems (temperature "

@@ -504,7 +504,8 @@ def test_two_training_steps_on_the_maze_with_a_chat_model(qwen_dir, tmp_path):
     moved = max(float((model.state_dict()[k] - v).abs().max()) for k, v in before.items())
     assert moved > 1e-3, moved                      # Adam's steps of about lr; weight decay alone moves < 1e-5
     run.problems = run.problems + run.eval_problems   # the scripted rows of the evaluation: its mazes' demonstrations
-    texts = trl_eval.sample_completions(model.eval(), args, run)                  # 2 held-out mazes x 2 samples
+    texts = trl_eval.sample_completions(model.eval(), run, args.eval_samples, args.eval_temperature, args.seed)
+    # 2 held-out mazes x 2 samples
     assert len(texts) == 4 and SEP in texts[0] and "<answer" not in texts[0]    # mapped to the task's format
     metrics = trl_tasks.evaluate_texts(task, run.eval_problems, texts, m, [2, 4], trl_tasks.eval_weights(task), 0.7)
     assert set(metrics["best@k"]) == {2, 4} and metrics["answers_per_problem"] == 4
