@@ -44,6 +44,7 @@ from metrics import pass_at_k
 from results.compare import read_runs
 from results.jobs import ROOT, read_config
 from results.runstats import blocked_comparison, describe, leave_one_out
+from results.searched import KINDS
 from results.tables import at_step, eval_steps
 from runs.cli import UsageError
 
@@ -117,7 +118,7 @@ def collect(out, into):
     written gzipped. The warm start OUT's runs started from names their block: BLOCK, the first 8 hex digits of the
     sha256 of its log (runs of one block share one warm start, bit for bit); INTO/blocks.json maps each run to it,
     and the warm start's log goes to INTO/base/KEY-BLOCK/. A search's files are copied too: OUT/hard.json and
-    OUT/runs' validation-, search- and sampling-*.json, as results/searched.py reads them from a block's directory.
+    OUT/runs' validation-, evolve- and sample-*.json (search and sampling), as results/searched.py reads them from a block's directory.
     -> the names of the runs and files added."""
     bases = [log for log in glob.glob(os.path.join(out, "runs", "base", "*", "log.jsonl"))
              if os.path.isfile(os.path.join(os.path.dirname(log), "ckpt.pt"))]
@@ -148,8 +149,7 @@ def collect(out, into):
         added.append(name)
     # a search's files (results/searched.py): the hard set, and each run's validation, search and sampling files
     files = glob.glob(os.path.join(out, "hard.json")) + [
-        path for kind in ("validation", "search", "sampling")
-        for path in glob.glob(os.path.join(out, "runs", f"{kind}-*.json"))]
+        path for kind in ("validation", *KINDS) for path in glob.glob(os.path.join(out, "runs", f"{kind}-*.json"))]
     for file in sorted(files):
         dest = os.path.join(into, os.path.basename(file))
         if not os.path.isfile(dest):

@@ -111,14 +111,15 @@ def test_collect_copies_a_searchs_files_once(tmp_path):
     (base / "log.jsonl").write_text("{}\n")
     (base / "ckpt.pt").write_text("weights")
     (out / "hard.json").write_text('{"problems": [3]}')
-    names = ["validation-grpo-s0.json", "search-grpo-s0.json", "sampling-grpo_stopped-s0.json"]
+    from results.searched import KINDS
+    names = ["validation-grpo-s0.json"] + [f"{kind}-grpo_stopped-s0.json" for kind in KINDS] + ["evolve-base-s1.json"]
     for name in names + ["validation-grpo-s0.json.tmp"]:
         (out / "runs" / name).write_text(name)
     (out / "runs" / "grpo-s0").mkdir()
     (out / "runs" / "grpo-s0" / "ckpt-step50.pt").write_text("weights")
     assert sorted(heldout.collect(str(out), str(into))) == sorted(names + ["hard.json"])
     assert sorted(os.listdir(into)) == sorted(names + ["hard.json", "base", "blocks.json"])
-    assert (into / "search-grpo-s0.json").read_text() == "search-grpo-s0.json"
+    assert (into / "evolve-base-s1.json").read_text() == "evolve-base-s1.json"
     (into / "hard.json").write_text("kept")
     assert heldout.collect(str(out), str(into)) == [] and (into / "hard.json").read_text() == "kept"
 
