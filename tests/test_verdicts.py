@@ -302,3 +302,19 @@ def test_a_search_that_cannot_run_is_one_line_and_writes_nothing(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_a_pairs_robustness_by_hand():
+    """The search pairs' last columns: the exact p with each run left out in turn (its range), and the difference
+    5 runs against 5 would find with 80% power at the given level, from the pooled sd within the block."""
+    from results.runstats import detectable_difference, label_p
+    from results.searched import robustness
+    values = {"vpo": [3, 4, 5, 6, 7], "grpo": [1, 1, 2, 2, 6]}   # leaving GRPO's 6 out gives the smallest p
+    result = lambda n: {"problems": list(range(8)), "results": [{"solved_at": 1 if i < n else None} for i in range(8)]}
+    found = {"evolve": {slug: {seed: result(n) for seed, n in enumerate(ns)} for slug, ns in values.items()}}
+    where = dict.fromkeys(range(5), "block")
+    loo = [label_p([v for j, v in enumerate(values["vpo"]) if j != i], values["grpo"]) for i in range(5)] + \
+          [label_p(values["vpo"], [v for j, v in enumerate(values["grpo"]) if j != i]) for i in range(5)]
+    sd = (sum((v - 5) ** 2 for v in values["vpo"]) + sum((v - 2.4) ** 2 for v in values["grpo"])) / 8
+    assert robustness(found, where, "vpo", "grpo", 768, 0.025) == (
+        f"{min(loo):.3g}-{max(loo):.3g}", f"{detectable_difference(sd ** 0.5, 5, 5, 0.025):.1f}")
