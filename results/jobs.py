@@ -143,7 +143,8 @@ def read_config(path):
 
 SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "problems": int, "screen": int, "rule": str,
                "temperature": (int, float), "search_seed": int, "blocks": list, "arms": list, "pairs": list,
-               "secondary": list, "screen_answers": int, "distinct": bool, "exclude": list, "stopped": dict}
+               "secondary": list, "screen_answers": int, "distinct": bool, "exclude": list, "stopped": dict,
+               "matters": (int, float)}
 STOPPED = "_stopped"   # the slug of an arm's runs stopped early, after the arm's: SLUG_stopped
 
 

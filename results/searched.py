@@ -93,15 +93,21 @@ def family(found, where, pairs, budget, names, kind="evolve"):
     return list(zip(cs, holm([c.p for c in cs])))
 
 
-def reading(c, rejected):
-    return c.reading if rejected or c.reading.startswith(("not", "too")) else "not separated (Holm)"
+def reading(c, rejected, matters=None):
+    """A pair's verdict after Holm's rule; a separated difference below `matters` (the plan's smallest difference
+    that matters, in problems per run) says so."""
+    if not rejected and not c.reading.startswith(("not", "too")):
+        return "not separated (Holm)"
+    small = rejected and matters is not None and not c.reading.startswith(("not", "too")) and abs(c.mean) < matters
+    return c.reading + (f", below the {matters:g} problems that matter" if small else "")
 
 
 def verdict_rows(setup, found, where):
     """The deciding pairs at the deciding budget: [pair, budget, runs, difference [interval], p, reading]."""
     names, budget = arms_of(setup), setup.search["budgets"][-1]
     return [[f"{c.a} − {c.b}", f"{budget} answers", f"{c.n_a} and {c.n_b}", describe(c, 1).split(", p = ")[0],
-             f"{c.p:.3g}", reading(c, r)] for c, r in family(found, where, setup.search["pairs"], budget, names)]
+             f"{c.p:.3g}", reading(c, r, setup.search.get("matters"))]
+            for c, r in family(found, where, setup.search["pairs"], budget, names)]
 
 
 def distinct_targets(task, problems):
@@ -144,7 +150,7 @@ def search_lines(setup, found, where, task=None, rule=None):
                 search = kind == "evolve"
                 rows.append([f"{c.a} − {c.b}", title, how, describe(c, 1),
                              ("rejects" if rejected else "does not reject") if search else "-",
-                             reading(c, rejected) if search else "a description",
+                             reading(c, rejected, s.get("matters")) if search else "a description",
                              *(robustness(found, where, a, b, top, 0.05 / len(pairs)) if search else ("-", "-"))])
     lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only). The "
               "last two columns: the exact p with each run left out in turn, and the difference the runs would find "

@@ -318,3 +318,13 @@ def test_a_pairs_robustness_by_hand():
     sd = (sum((v - 5) ** 2 for v in values["vpo"]) + sum((v - 2.4) ** 2 for v in values["grpo"])) / 8
     assert robustness(found, where, "vpo", "grpo", 768, 0.025) == (
         f"{min(loo):.3g}-{max(loo):.3g}", f"{detectable_difference(sd ** 0.5, 5, 5, 0.025):.1f}")
+
+
+def test_a_separated_difference_below_what_matters_says_so():
+    from types import SimpleNamespace
+    from results.searched import reading
+    c = lambda mean, text: SimpleNamespace(mean=mean, reading=text)
+    assert reading(c(-1.0, "GRPO ahead"), True, 1.4) == "GRPO ahead, below the 1.4 problems that matter"
+    assert reading(c(-2.0, "GRPO ahead"), True, 1.4) == reading(c(-2.0, "GRPO ahead"), True) == "GRPO ahead"
+    assert reading(c(-1.0, "GRPO ahead"), False, 1.4) == "not separated (Holm)"
+    assert reading(c(-1.0, "not separated"), False, 1.4) == "not separated"
