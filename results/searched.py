@@ -110,6 +110,31 @@ def verdict_rows(setup, found, where):
             for c, r in family(found, where, setup.search["pairs"], budget, names)]
 
 
+def only_one_lines(setup, found, budget):
+    """Problems only one arm solves, under search within budget answers: per pair, the problems some run of A solves
+    and no run of B does, and the reverse (search.solved_only_by, the paper's count); then, per problem some run
+    solves, how many runs of each arm solve it. A description: problems are not replicates."""
+    from results.tables import table
+    from search import solved_only_by
+    names, s = arms_of(setup), setup.search
+    runs = {a: [solved(r, budget) for r in found["evolve"][a].values()] for a in names}
+    rows = []
+    for a, b in s["pairs"] + s.get("secondary", []):
+        only_a, only_b, both = solved_only_by(runs[a], runs[b])
+        rows.append([f"{names[a]} − {names[b]}", " ".join(map(str, only_a)) or "none",
+                     " ".join(map(str, only_b)) or "none", str(len(both))])
+    lines = [f"Problems only one arm solves under search at {budget} answers (test indices; a description): some run "
+             "of A solves them and no run of B does, and the reverse:", ""]
+    lines += table(["pair", "only A", "only B", "both"], rows, note=None) + [""]
+    problems = sorted(set().union(*(p for ps in runs.values() for p in ps)))
+    counts = [len(runs[a]) for a in names]
+    of = f"of {counts[0]} runs each" if len(set(counts)) == 1 else "of " + ", ".join(map(str, counts)) + " runs"
+    lines += [f"Runs that solve each problem some run solves, under search at {budget} answers ({of}):", ""]
+    lines += table(["problem", *names.values()], [[str(p), *(str(sum(p in ps for ps in runs[a])) for a in names)]
+                                                   for p in problems], note=None) + [""]
+    return lines
+
+
 def distinct_targets(task, problems):
     """How many different functions (Task.identity) the hard set's problems (test indices, seed 0) hold."""
     pool = task.problems("test", max(problems) + 1, seed=0)
@@ -158,6 +183,7 @@ def search_lines(setup, found, where, task=None, rule=None):
               ""]
     lines += table(["pair", "family", "how", "difference [95% interval], exact p", "Holm", "reading",
                     "leaving one run out", "found with 80% power"], rows, note=None) + [""]
+    lines += only_one_lines(setup, found, top)
     if blocks > 1:
         rows = [[f"{names[a]} − {names[b]}", how, block, describe(compare_pair(found, {x: w for x, w in where.items()
                                                                                  if w == block}, kind, a, b, top,

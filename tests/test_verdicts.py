@@ -328,3 +328,19 @@ def test_a_separated_difference_below_what_matters_says_so():
     assert reading(c(-2.0, "GRPO ahead"), True, 1.4) == reading(c(-2.0, "GRPO ahead"), True) == "GRPO ahead"
     assert reading(c(-1.0, "GRPO ahead"), False, 1.4) == "not separated (Holm)"
     assert reading(c(-1.0, "not separated"), False, 1.4) == "not separated"
+
+
+def test_problems_only_one_arm_solves_by_hand():
+    """Under search, the problems some run of A solves and no run of B does (and the reverse), and per problem how
+    many runs of each arm solve it; a problem solved after the budget does not count."""
+    from types import SimpleNamespace
+    from results.searched import only_one_lines
+    result = lambda hits: {"problems": [10, 11, 12, 13], "results": [{"solved_at": hits.get(p)} for p in range(10, 14)]}
+    found = {"evolve": {"vpo": {0: result({10: 5, 11: 9}), 1: result({12: 1})},
+                        "grpo": {0: result({12: 3, 13: 900}), 1: result({})}}}
+    setup = SimpleNamespace(arms=[SimpleNamespace(slug="vpo", label="VPO"), SimpleNamespace(slug="grpo", label="GRPO")],
+                            search={"pairs": [["vpo", "grpo"]]})
+    lines = only_one_lines(setup, found, 768)
+    assert "| VPO − GRPO | 10 11 | none | 1 |" in lines
+    assert "| 10 | 1 | 0 |" in lines and "| 12 | 1 | 1 |" in lines and not any(l.startswith("| 13 ") for l in lines)
+    assert any("of 2 runs each" in l for l in lines)
