@@ -26,7 +26,12 @@ every evaluation.
 --sample caches, once per run, 12 answers on each of the first 4 report problems at T = 0.7 with fixed seeds, from
 every finished run's final weights in OUT/runs and from the warm start at m = 1 and m = 3 (answers.json in the
 committed runs' directory), since weights are never committed. --read prints them beside each problem's shown tests
-and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every reported checkpoint writes.
+and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every reported checkpoint writes. With
+--hard, the same for stage 2 (a search directory: results/experiments/code_search_heldout.json) on the first 4 hard
+problems, from the final weights and the weights at t*; --read --hard adds the program each search of seeds 0-1 kept.
+
+    python -m results.heldout --sample out/search-heldout --into results/runs/code-search-heldout --hard
+    python -m results.heldout --read results/runs/code-search-heldout --hard
 """
 import argparse
 import glob
@@ -162,25 +167,36 @@ def collect(out, into):
     return added
 
 
-def sample(out, into):
+def sample(out, into, hard=False):
     """Add to INTO/answers.json the answers of every finished run's final weights in OUT/runs (and of the warm start
-    at m = 1 and 3) not yet there. -> the names added."""
+    at m = 1 and 3) not yet there, on report problems 0-3. With hard, to INTO/answers-hard.json on the first four
+    problems of OUT/hard.json, and also from each run's weights at t* (OUT/runs/validation-RUN.json; named
+    SLUG_stopped-sSEED, as the search names them): the weights a search started from. -> the names added."""
     from results.figures import sample_answers
     from runs.cli import load_run
-    path = os.path.join(into, "answers.json")
+    path = os.path.join(into, "answers-hard.json" if hard else "answers.json")
     cache = json.load(open(path)) if os.path.isfile(path) else {}
     todo = {}
     for summary in sorted(glob.glob(os.path.join(out, "runs", "*", "summary.json"))):
-        name, ckpt = os.path.basename(os.path.dirname(summary)), os.path.join(os.path.dirname(summary), "ckpt.pt")
-        if name not in cache and os.path.isfile(ckpt):
-            todo[name] = (ckpt, json.load(open(summary))["metrics"]["m"])
+        run = os.path.dirname(summary)
+        name, m = os.path.basename(run), json.load(open(summary))["metrics"]["m"]
+        todo[name] = (os.path.join(run, "ckpt.pt"), m)
+        validation = os.path.join(out, "runs", f"validation-{name}.json")
+        if hard and os.path.isfile(validation):
+            slug, seed = name.rsplit("-s", 1)
+            todo[f"{slug}_stopped-s{seed}"] = (os.path.join(out, "runs", json.load(open(validation))["ckpt"]), m)
     for base in glob.glob(os.path.join(out, "runs", "base", "*", "ckpt.pt")):
-        todo.update({f"base-m{m}": (base, m) for m in (1, 3) if f"base-m{m}" not in cache})
+        todo.update({f"base-m{m}": (base, m) for m in (1, 3)})
+    todo = {name: got for name, got in todo.items() if name not in cache and os.path.isfile(got[0])}
     if todo:
         task = load_run(next(iter(todo.values()))[0])[2]
-        problems = task.problems("test", SAMPLE_PROBLEMS, seed=0)
+        ids = json.load(open(os.path.join(out, "hard.json")))["unsolved"][:SAMPLE_PROBLEMS] if hard else \
+            list(range(SAMPLE_PROBLEMS))
+        problems = task.problems("test", max(ids) + 1, seed=0)
+        problems = [problems[i] for i in ids]
         for name, (ckpt, m) in todo.items():
-            cache[name] = {"m": m, "answers": sample_answers(ckpt, task, problems, m, SAMPLE_ANSWERS // m, STREAM)}
+            cache[name] = {"m": m, "problems": ids,
+                           "answers": sample_answers(ckpt, task, problems, m, SAMPLE_ANSWERS // m, STREAM)}
         os.makedirs(into, exist_ok=True)
         with open(path + ".tmp", "w") as f:
             json.dump(cache, f, indent=0)
@@ -188,25 +204,50 @@ def sample(out, into):
     return sorted(todo)
 
 
-def read_lines(into, task):
-    """What every cached run wrote, per problem: shown tests, target, answers marked = (the target), s (fits the
-    shown tests, not the target) and p (constant pieces)."""
-    cache = json.load(open(os.path.join(into, "answers.json")))
-    problems = task.problems("test", SAMPLE_PROBLEMS, seed=0)
+def mark(task, p, a):
+    """An answer in backticks with its flags: = (the target), s (fits the shown tests, not the target), p (constant
+    pieces)."""
+    h = task.hacks(p, a)
+    flags = ("=" if task.equals_target(p, a) else "") + ("s" if h["fits_shown"] else "") + ("p" if h["pieces"] else "")
+    return f"`{a}`" + (f" ({flags})" if flags else "")
+
+
+MARKS = "(=) equal to the target; (s) passes every shown test and is not the target; (p) constant pieces, where the " \
+        "target is not."
+
+
+def read_lines(into, task, name="answers.json"):
+    """What every cached run wrote (INTO/NAME), per problem: shown tests, target, answers marked (`mark`)."""
+    cache = json.load(open(os.path.join(into, name)))
     lines = []
-    for name, got in cache.items():
-        lines += [f"## {name} (m = {got['m']})", ""]
-        for p, answers in zip(problems, got["answers"]):
-            def mark(a):
-                h = task.hacks(p, a)
-                flags = ("=" if task.equals_target(p, a) else "") + ("s" if h["fits_shown"] else "") + \
-                    ("p" if h["pieces"] else "")
-                return f"`{a}`" + (f" ({flags})" if flags else "")
-            lines += [f"- {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}",
-                      "  " + ", ".join(mark(a) for a in answers)]
+    for run, got in cache.items():
+        ids = got.get("problems", list(range(SAMPLE_PROBLEMS)))
+        pool = task.problems("test", max(ids) + 1, seed=0)
+        lines += [f"## {run} (m = {got['m']})", ""]
+        for i, answers in zip(ids, got["answers"]):
+            p = pool[i]
+            lines += [f"- {i}: {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}",
+                      "  " + ", ".join(mark(task, p, a) for a in answers)]
         lines.append("")
-    return lines + ["(=) equal to the target; (s) passes every shown test and is not the target; (p) constant "
-                    "pieces, where the target is not."]
+    return lines + [MARKS]
+
+
+def kept_lines(into, task, seeds=(0, 1)):
+    """The program each search of INTO (evolve-SLUG-sSEED.json, the given seeds) kept, per hard problem: the solving
+    one where solved, else the best by mean reward; marked as `mark` marks."""
+    files = {os.path.basename(f)[len("evolve-"):-len(".json")]: json.load(open(f))
+             for seed in seeds for f in sorted(glob.glob(os.path.join(into, f"evolve-*-s{seed}.json")))}
+    if not files:
+        return []
+    ids = next(iter(files.values()))["problems"]
+    pool = task.problems("test", max(ids) + 1, seed=0)
+    lines = [f"## The programs the searches kept (seeds {', '.join(map(str, seeds))})", ""]
+    for j, i in enumerate(ids):
+        p = pool[i]
+        lines += [f"- {i}: {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}"]
+        lines += [f"  {name}: " + (mark(task, p, f["results"][j]["best"]) if f["results"][j].get("best") else "none")
+                  for name, f in files.items()]
+    return lines + ["", MARKS]
 
 
 def per_run(runs, label, step, k):
@@ -351,6 +392,8 @@ def main(argv=None):
                    "directory) into --into")
     p.add_argument("--into", help="the committed runs' directory that holds answers.json")
     p.add_argument("--read", metavar="DIR", help="print the cached answers of DIR/answers.json")
+    p.add_argument("--hard", action="store_true", help="with --sample or --read: a search's hard problems "
+                   "(answers-hard.json, with the weights at t*), and with --read the programs seeds 0-1's searches kept")
     p.add_argument("--collect", metavar="OUT", help="copy the finished runs' small files of OUT into --into")
     p.add_argument("--report", action="store_true", help="the comparison's readings, from its committed runs or "
                    "--out")
@@ -390,16 +433,16 @@ def main(argv=None):
         return 0
     if args.sample or args.read:
         from tasks import get_task
-        where = args.read or args.into
-        if not where or (args.sample and not os.path.isdir(os.path.join(args.sample, "runs"))) or \
-                (args.read and not os.path.isfile(os.path.join(args.read, "answers.json"))):
-            print("error: --sample OUT needs OUT/runs and --into DIR; --read DIR needs DIR/answers.json",
-                  file=sys.stderr)
+        name = "answers-hard.json" if args.hard else "answers.json"
+        if (args.sample and not (args.into and os.path.isdir(os.path.join(args.sample, "runs")))) or \
+                (args.read and not os.path.isfile(os.path.join(args.read, name))):
+            print(f"error: --sample OUT needs OUT/runs and --into DIR; --read DIR needs DIR/{name}", file=sys.stderr)
             return 2
         if args.sample:
-            print(f"cached the answers of {', '.join(sample(args.sample, args.into)) or 'no new run'}")
+            print(f"cached the answers of {', '.join(sample(args.sample, args.into, args.hard)) or 'no new run'}")
         if args.read:
-            print("\n".join(read_lines(args.read, get_task("code"))))
+            task = get_task("code")
+            print("\n".join(read_lines(args.read, task, name) + ([""] + kept_lines(args.read, task)) * args.hard))
         return 0
     if not args.grid:
         p.error("nothing to do: pass --grid, --report, --collect, --sample or --read")

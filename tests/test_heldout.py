@@ -209,3 +209,28 @@ def test_the_committed_report_is_the_commands():
         text = f.read()
     assert text.endswith("\n".join(heldout.report_lines(setup, runs, blocks, heldout.read_logs(runs))) + "\n")
     assert "| VPO − GRPO | k=48 | 6 / 6 |" in text
+
+
+def test_read_hard_gives_the_cached_problems_and_the_kept_programs(tmp_path):
+    """--read --hard: answers-hard.json names its problems (test indices), and each search file of seeds 0-1 gives
+    the program it kept per hard problem, marked; a search that kept nothing says none; seed 2 is left out."""
+    from tasks import get_task
+    task = get_task("code")
+    ids = [7, 3]
+    pool = task.problems("test", 8, seed=0)
+    cache = {"vpo_stopped-s0": {"m": 3, "problems": ids, "answers": [[pool[7].target], ["x.real"]]}}
+    (tmp_path / "answers-hard.json").write_text(json.dumps(cache))
+    for name, best in (("vpo-s0", [pool[7].target, None]), ("grpo-s1", ["x.real", pool[3].target]),
+                       ("grpo-s2", ["x", "x"])):
+        (tmp_path / f"evolve-{name}.json").write_text(json.dumps(
+            {"problems": ids, "results": [{"solved_at": None, "best": b} for b in best]}))
+    lines = heldout.read_lines(str(tmp_path), task, "answers-hard.json")
+    assert lines[:3] == ["## vpo_stopped-s0 (m = 3)", "", f"- 7: {pool[7].family} `{pool[7].target}`: "
+                         + task.prompt(pool[7], 1).split(": ", 1)[1].strip()]
+    assert lines[3] == f"  `{pool[7].target}` (=)" and lines[5] == "  `x.real`"
+    kept = heldout.kept_lines(str(tmp_path), task)
+    assert f"  vpo-s0: `{pool[7].target}` (=)" in kept and "  grpo-s1: `x.real`" in kept
+    assert "  vpo-s0: none" in kept and f"  grpo-s1: `{pool[3].target}` (=)" in kept
+    assert not any("grpo-s2" in line for line in kept)
+    assert heldout.main(["--read", str(tmp_path), "--hard"]) == 0
+    assert heldout.main(["--read", str(tmp_path)]) == 2   # no answers.json there
