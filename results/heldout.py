@@ -18,7 +18,7 @@ along training) and the warm start's log into the committed runs' directory, to 
 records each run's block (blocks.json: the runs that share one warm start, named by a digest of its log).
 
 --report prints the comparison's plan-registered readings (results/experiments/code_heldout.json, from its committed
-runs or --out): pooled pass_target@k per arm at every evaluation step beside the warm start's, each run's value at
+runs or --out; --config FILE reads another comparison's training the same way, without stage 1's pairs): pooled pass_target@k per arm at every evaluation step beside the warm start's, each run's value at
 step 500, the deciding pair and the secondary ones with the exact test over runs within blocks (runstats.py) and
 Holm's rule over the secondary ones, leave-one-run-out p's, and the hack rates along training (log.jsonl.gz) and at
 every evaluation.
@@ -288,9 +288,9 @@ def tokens(run, log):
     return sum(row["completion_tokens"] for row in log) * a["batch_size"] * a["group_size"]
 
 
-def report_lines(setup, runs, blocks, logs):
+def report_lines(setup, runs, blocks, logs, pairs=True):
     """The comparison's readings as markdown lines (see --report), over the complete seeds. logs: {run name: its log
-    rows}."""
+    rows}. pairs: the tests of stage 1's registered pairs (stage 2 registers search pairs only)."""
     runs, left = complete_seeds(runs)
     slugs = {a.label: a.slug for a in setup.arms}
     bases = {r["summary"]["base_metrics"]["m"]: r["summary"]["base_metrics"] for rs in runs.values() for r in rs
@@ -316,7 +316,7 @@ def report_lines(setup, runs, blocks, logs):
     lines += [f"- {label}: " + ", ".join(f"s{seed} {v:.3f}" for seed, v in per_run(runs, label, STEP, 48).items())
               for label in runs]
     rows, secondary = [], []
-    for i, (a, b, k) in enumerate((DECIDING, *SECONDARY)):
+    for i, (a, b, k) in enumerate((DECIDING, *SECONDARY) if pairs else ()):
         va, vb = per_run(runs, a, STEP, k), per_run(runs, b, STEP, k)
         if min(len(va), len(vb)) < 2:
             continue
@@ -327,7 +327,7 @@ def report_lines(setup, runs, blocks, logs):
                      f"{min(loo):.3g}-{max(loo):.3g}" if loo else "-", "deciding" if i == 0 else ""])
         if i:
             secondary.append((len(rows) - 1, c.p))
-    g = per_run(runs, "GRPO", STEP, 48)
+    g = per_run(runs, "GRPO", STEP, 48) if pairs else {}
     if g and 1 in bases:   # GRPO against the warm start's single value, one-sided as the plan reads it: the
         # chance of as many runs below it or more if each run fell on either side with probability 1/2 (sign test)
         below, base = sum(v < bases[1][TARGET]["48"] for v in g.values()), bases[1][TARGET]["48"]
@@ -340,7 +340,7 @@ def report_lines(setup, runs, blocks, logs):
     lines += ["", f"Pooled pass_target@k at step {STEP}, the exact test over runs within blocks (runstats.py); the "
               "GRPO − warm start row is a sign test of the runs against the warm start's one value:", "",
               "| pair | k | runs | difference [95% interval], p | p | leaving one run out | role |",
-              "|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
+              "|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows] if pairs else []
     generated = []
     for label, rs in runs.items():
         counts = [tokens(r, logs.get(f"{slugs[label]}-s{r['seed']}")) for r in rs]
@@ -397,14 +397,17 @@ def main(argv=None):
     p.add_argument("--collect", metavar="OUT", help="copy the finished runs' small files of OUT into --into")
     p.add_argument("--report", action="store_true", help="the comparison's readings, from its committed runs or "
                    "--out")
+    p.add_argument("--config", metavar="FILE", help="with --report: another comparison's configuration, its "
+                   "training read the same way, without stage 1's pairs (stage 2: code_search_heldout.json)")
     p.add_argument("--figures", metavar="DIR", help="with --report: draw pooled pass_target@k against k at step 500 "
                    "and pass_target@48 along training, every run a line (DIR/best_at_k.png, DIR/over_training.png)")
     args = p.parse_args(argv)
     if args.report:
-        if not os.path.isfile(COMPARISON):
-            print(f"error: {COMPARISON} is not written yet (the grid chooses its lr and KL first)", file=sys.stderr)
+        config = os.path.abspath(args.config or COMPARISON)
+        if not os.path.isfile(config):
+            print(f"error: --config {config}: no such file", file=sys.stderr)
             return 2
-        setup = read_config(COMPARISON)
+        setup = read_config(config)
         runs = read_runs(setup, args.out, report=not args.out)
         if not runs:
             print("no finished run of the comparison yet")
@@ -412,7 +415,7 @@ def main(argv=None):
         where = args.out and os.path.join(args.out, "runs") or setup.dir
         path = os.path.join(where, "blocks.json")
         blocks = json.load(open(path)) if os.path.isfile(path) else {}
-        print("\n".join(report_lines(setup, runs, blocks, read_logs(runs))))
+        print("\n".join(report_lines(setup, runs, blocks, read_logs(runs), pairs=config == COMPARISON)))
         if args.figures:
             from results.figures import compare_figures
             from results.tables import base_metrics

@@ -188,6 +188,13 @@ def test_report_command_on_run_files(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "| VPO − GRPO | k=48 | 2 / 2 |" in text and "- GRPO: s0 0.500, s1 0.600" in text
     assert all((tmp_path / "fig" / f).stat().st_size > 0 for f in ("best_at_k.png", "over_training.png"))
+    # stage 2's configuration: its training read the same way, without stage 1's pairs; a missing file is refused
+    stage2 = os.path.join(heldout.ROOT, "results", "experiments", "code_search_heldout.json")
+    assert heldout.main(["--report", "--out", str(out), "--config", stage2]) == 0
+    text = capsys.readouterr().out
+    assert "- GRPO: s0 0.500, s1 0.600" in text and "| VPO − GRPO |" not in text
+    assert "Hack rates" in text and "| pair |" not in text
+    assert heldout.main(["--report", "--config", str(tmp_path / "none.json")]) == 2
 
 
 def test_only_complete_seeds_are_read():
