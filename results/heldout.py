@@ -48,7 +48,7 @@ import numpy as np
 from metrics import pass_at_k
 from results.compare import read_runs
 from results.jobs import ROOT, read_config
-from results.runstats import blocked_comparison, describe, leave_one_out
+from results.runstats import blocked_comparison, describe, holm_adjusted, leave_one_out
 from results.searched import KINDS
 from results.tables import at_step, eval_steps
 from runs.cli import UsageError
@@ -263,15 +263,6 @@ def by_block(values, blocks, prefix):
     return out
 
 
-def holm(ps):
-    """Holm's adjusted p's, in the given order."""
-    order, adjusted, running = sorted(range(len(ps)), key=lambda i: ps[i]), [0.0] * len(ps), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
-        adjusted[i] = running
-    return adjusted
-
-
 def complete_seeds(runs):
     """The runs of the seeds every arm has finished (the plan reads complete seeds only), and the names left out."""
     seeds = set.intersection(*({r["seed"] for r in rs} for rs in runs.values()))
@@ -335,7 +326,7 @@ def report_lines(setup, runs, blocks, logs, pairs=True):
         rows.append(["GRPO − warm start", "k=48", f"{len(g)} / -", f"{np.mean(list(g.values())) - base:+.3f}, "
                      f"{below} of {len(g)} runs below", f"{p:.3g} (one-sided)", "-", ""])
         secondary.append((len(rows) - 1, p))
-    for (row, _), adjusted in zip(secondary, holm([p for _, p in secondary])):
+    for (row, _), adjusted in zip(secondary, holm_adjusted([p for _, p in secondary])):
         rows[row][-1] = f"secondary, Holm {adjusted:.3g}"
     lines += ["", f"Pooled pass_target@k at step {STEP}, the exact test over runs within blocks (runstats.py); the "
               "GRPO − warm start row is a sign test of the runs against the warm start's one value:", "",

@@ -224,6 +224,16 @@ def leave_one_out(a, b, compare):
     return out
 
 
+def holm_adjusted(ps):
+    """Holm's adjusted p's, in the given order: the k-th smallest p times (n - k + 1), never below the one before,
+    at most 1. A hypothesis is rejected at familywise level alpha when its adjusted p is at most alpha."""
+    order, adjusted, running = sorted(range(len(ps)), key=lambda i: ps[i]), [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
 def signed(x, digits=3):
     """+0.123 / −0.123, with no '-0.000'."""
     return f"{round(x, digits) + 0.0:+.{digits}f}"

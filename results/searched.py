@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from results.jobs import ROOT, STOPPED, base_file, git, run_name
-from results.runstats import (blocked_comparison, describe, detectable_difference, leave_one_out, paired_comparison,
-                              within_sd)
+from results.runstats import (blocked_comparison, describe, detectable_difference, holm_adjusted, leave_one_out,
+                              paired_comparison, within_sd)
 
 KINDS = {"evolve": "search", "sample": "sampling"}
 SCREEN_ANSWERS, BASE = 48, "base"   # the screen's answers per problem and m (default); the warm start's slug
@@ -171,13 +171,16 @@ def search_lines(setup, found, where, task=None, rule=None):
     rows = []
     for title, pairs in (("deciding", s["pairs"]), ("secondary", s.get("secondary", []))):
         for kind, how in KINDS.items():
-            for (a, b), (c, rejected) in zip(pairs, family(found, where, pairs, top, names, kind) if pairs else []):
+            tested = family(found, where, pairs, top, names, kind) if pairs else []
+            adjusted = holm_adjusted([c.p for c, _ in tested])
+            for (a, b), (c, rejected), holm_p in zip(pairs, tested, adjusted):
                 search = kind == "evolve"
                 rows.append([f"{c.a} − {c.b}", title, how, describe(c, 1),
-                             ("rejects" if rejected else "does not reject") if search else "-",
+                             f"{holm_p:.3g}, {'rejects' if rejected else 'does not reject'}" if search else "-",
                              reading(c, rejected, s.get("matters")) if search else "a description",
                              *(robustness(found, where, a, b, top, 0.05 / len(pairs)) if search else ("-", "-"))])
-    lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only). The "
+    lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only: the "
+              "adjusted p, and whether it rejects at 0.05). The "
               "last two columns: the exact p with each run left out in turn, and the difference the runs would find "
               "with 80% power at Holm's first level (0.05 over the family's pairs), from their spread within blocks:",
               ""]

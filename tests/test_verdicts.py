@@ -8,7 +8,7 @@ import pytest
 
 from results import compare
 from results.jobs import read_config
-from results.runstats import describe, paired_comparison
+from results.runstats import describe, holm_adjusted, paired_comparison
 from results.searched import arms_of, compare_pair, family, per_run, read_searches
 from results.tables import paired, run_level
 
@@ -116,9 +116,15 @@ def test_report_writes_the_configurations_own_pairs(tmp_path):
 def test_report_writes_the_search_verdict(tmp_path, search):
     out = tmp_path / "search"
     assert compare.main(["--config", os.path.join(EXPERIMENTS, "code_search.json"), "--report", "--out", str(out)]) == 0
-    head = (out / "compare.md").read_text().split("## Configuration")[0]
+    text = (out / "compare.md").read_text()
+    head = text.split("## Configuration")[0]
     assert "| VPO − GRPO | 768 answers | 10 and 10 | +4.1 [-0.4, +8.6] | 0.0632 | not separated |" in head
     assert (out / "search.png").is_file()
+    # the search section gives each pair Holm's adjusted p within its family (results.md: 0.063 and 3e-5)
+    setup, found, where = search
+    cs = [c for c, _ in family(found, where, setup.search["pairs"], 768, arms_of(setup))]
+    for c, adjusted in zip(cs, holm_adjusted([c.p for c in cs])):
+        assert f"| {c.a} − {c.b} | deciding | search | {describe(c, 1)} | {adjusted:.3g}, " in text
 
 
 def test_metric_chooses_the_headline(tmp_path):
