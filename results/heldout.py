@@ -18,17 +18,18 @@ along training) and the warm start's log into the committed runs' directory, to 
 records each run's block (blocks.json: the runs that share one warm start, named by a digest of its log).
 
 --report prints the comparison's plan-registered readings (results/experiments/code_heldout.json, from its committed
-runs or --out; --config FILE reads another comparison's training the same way, without stage 1's pairs): pooled pass_target@k per arm at every evaluation step beside the warm start's, each run's value at
-step 500, the deciding pair and the secondary ones with the exact test over runs within blocks (runstats.py) and
+runs or --out; --config FILE reads another comparison's training the same way, without stage 1's pairs): pooled
+pass_target@k per arm at every evaluation step beside the warm start's, each run's value at step 500, the deciding pair and the secondary ones with the exact test over runs within blocks (runstats.py) and
 Holm's rule over the secondary ones, leave-one-run-out p's, and the hack rates along training (log.jsonl.gz) and at
 every evaluation.
 
---sample caches, once per run, 12 answers on each of the first 4 report problems at T = 0.7 with fixed seeds, from
-every finished run's final weights in OUT/runs and from the warm start at m = 1 and m = 3 (answers.json in the
-committed runs' directory), since weights are never committed. --read prints them beside each problem's shown tests
-and target, with the hack flags of tasks/code.py (CodeTask.hacks): what every reported checkpoint writes. With
---hard, the same for stage 2 (a search directory: results/experiments/code_search_heldout.json) on the first 4 hard
-problems, from the final weights and the weights at t*; --read --hard adds the program each search of seeds 0-1 kept.
+--sample and --read are results/answers.py's. --sample caches, once per run, 12 answers on each of the first 4
+report problems at T = 0.7 with fixed seeds, from every finished run's final weights in OUT/runs and from the warm
+start at m = 1 and m = 3 (answers.json in the committed runs' directory), since weights are never committed. --read
+prints them beside each problem's shown tests and target, with the hack flags of tasks/code.py (CodeTask.hacks):
+what every reported checkpoint writes. With --hard, the same for stage 2 (a search directory:
+results/experiments/code_search_heldout.json) on the first 4 hard problems, from the final weights and the weights
+at t*; --read --hard adds the program each search of seeds 0-1 kept.
 
     python -m results.heldout --sample out/search-heldout --into results/runs/code-search-heldout --hard
     python -m results.heldout --read results/runs/code-search-heldout --hard
@@ -46,6 +47,7 @@ import sys
 import numpy as np
 
 from metrics import pass_at_k
+from results.answers import kept_lines, read_lines, sample
 from results.compare import read_runs
 from results.jobs import ROOT, read_config
 from results.runstats import blocked_comparison, describe, holm_adjusted, leave_one_out
@@ -62,7 +64,6 @@ SECONDARY = (("VPO", "GRPO", 1), ("VPO", "Multi-RLVR with the max", 48))   # wit
 KS = (1, 3, 6, 12, 24, 48)
 VALIDATION, REPORT = range(64, 128), range(0, 64)
 TIE = 0.01
-SAMPLE_PROBLEMS, SAMPLE_ANSWERS, STREAM = 4, 12, 8   # report problems 0-3; the sampling seeds' stream
 
 
 def pass_target(metrics, problems, k):
@@ -165,89 +166,6 @@ def collect(out, into):
         json.dump(dict(sorted(blocks.items())), f, indent=0)
     os.replace(path + ".tmp", path)
     return added
-
-
-def sample(out, into, hard=False):
-    """Add to INTO/answers.json the answers of every finished run's final weights in OUT/runs (and of the warm start
-    at m = 1 and 3) not yet there, on report problems 0-3. With hard, to INTO/answers-hard.json on the first four
-    problems of OUT/hard.json, and also from each run's weights at t* (OUT/runs/validation-RUN.json; named
-    SLUG_stopped-sSEED, as the search names them): the weights a search started from. -> the names added."""
-    from results.figures import sample_answers
-    from runs.cli import load_run
-    path = os.path.join(into, "answers-hard.json" if hard else "answers.json")
-    cache = json.load(open(path)) if os.path.isfile(path) else {}
-    todo = {}
-    for summary in sorted(glob.glob(os.path.join(out, "runs", "*", "summary.json"))):
-        run = os.path.dirname(summary)
-        name, m = os.path.basename(run), json.load(open(summary))["metrics"]["m"]
-        todo[name] = (os.path.join(run, "ckpt.pt"), m)
-        validation = os.path.join(out, "runs", f"validation-{name}.json")
-        if hard and os.path.isfile(validation):
-            slug, seed = name.rsplit("-s", 1)
-            todo[f"{slug}_stopped-s{seed}"] = (os.path.join(out, "runs", json.load(open(validation))["ckpt"]), m)
-    for base in glob.glob(os.path.join(out, "runs", "base", "*", "ckpt.pt")):
-        todo.update({f"base-m{m}": (base, m) for m in (1, 3)})
-    todo = {name: got for name, got in todo.items() if name not in cache and os.path.isfile(got[0])}
-    if todo:
-        task = load_run(next(iter(todo.values()))[0])[2]
-        ids = json.load(open(os.path.join(out, "hard.json")))["unsolved"][:SAMPLE_PROBLEMS] if hard else \
-            list(range(SAMPLE_PROBLEMS))
-        problems = task.problems("test", max(ids) + 1, seed=0)
-        problems = [problems[i] for i in ids]
-        for name, (ckpt, m) in todo.items():
-            cache[name] = {"m": m, "problems": ids,
-                           "answers": sample_answers(ckpt, task, problems, m, SAMPLE_ANSWERS // m, STREAM)}
-        os.makedirs(into, exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(cache, f, indent=0)
-        os.replace(path + ".tmp", path)
-    return sorted(todo)
-
-
-def mark(task, p, a):
-    """An answer in backticks with its flags: = (the target), s (fits the shown tests, not the target), p (constant
-    pieces)."""
-    h = task.hacks(p, a)
-    flags = ("=" if task.equals_target(p, a) else "") + ("s" if h["fits_shown"] else "") + ("p" if h["pieces"] else "")
-    return f"`{a}`" + (f" ({flags})" if flags else "")
-
-
-MARKS = "(=) equal to the target; (s) passes every shown test and is not the target; (p) constant pieces, where the " \
-        "target is not."
-
-
-def read_lines(into, task, name="answers.json"):
-    """What every cached run wrote (INTO/NAME), per problem: shown tests, target, answers marked (`mark`)."""
-    cache = json.load(open(os.path.join(into, name)))
-    lines = []
-    for run, got in cache.items():
-        ids = got.get("problems", list(range(SAMPLE_PROBLEMS)))
-        pool = task.problems("test", max(ids) + 1, seed=0)
-        lines += [f"## {run} (m = {got['m']})", ""]
-        for i, answers in zip(ids, got["answers"]):
-            p = pool[i]
-            lines += [f"- {i}: {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}",
-                      "  " + ", ".join(mark(task, p, a) for a in answers)]
-        lines.append("")
-    return lines + [MARKS]
-
-
-def kept_lines(into, task, seeds=(0, 1)):
-    """The program each search of INTO (evolve-SLUG-sSEED.json, the given seeds) kept, per hard problem: the solving
-    one where solved, else the best by mean reward; marked as `mark` marks."""
-    files = {os.path.basename(f)[len("evolve-"):-len(".json")]: json.load(open(f))
-             for seed in seeds for f in sorted(glob.glob(os.path.join(into, f"evolve-*-s{seed}.json")))}
-    if not files:
-        return []
-    ids = next(iter(files.values()))["problems"]
-    pool = task.problems("test", max(ids) + 1, seed=0)
-    lines = [f"## The programs the searches kept (seeds {', '.join(map(str, seeds))})", ""]
-    for j, i in enumerate(ids):
-        p = pool[i]
-        lines += [f"- {i}: {p.family} `{p.target}`: {task.prompt(p, 1).split(': ', 1)[1].strip()}"]
-        lines += [f"  {name}: " + (mark(task, p, f["results"][j]["best"]) if f["results"][j].get("best") else "none")
-                  for name, f in files.items()]
-    return lines + ["", MARKS]
 
 
 def per_run(runs, label, step, k):

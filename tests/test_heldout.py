@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from results import heldout
+from results import answers, heldout
 
 
 def metrics(counts, n=4, m=1):
@@ -55,7 +55,7 @@ def test_read_marks_what_each_answer_is(tmp_path):
     """--read on a hand-made cache: the target is marked =, a lookup of the shown tests s and p, junk nothing."""
     from tasks import get_task
     task = get_task("code")
-    problems = task.problems("test", heldout.SAMPLE_PROBLEMS, seed=0)
+    problems = task.problems("test", answers.SAMPLE_PROBLEMS, seed=0)
     lookups = []
     for p in problems:
         source = str(p.outputs[-1])
@@ -64,7 +64,7 @@ def test_read_marks_what_each_answer_is(tmp_path):
         lookups.append(source)
     cache = {"grpo-s0": {"m": 1, "answers": [[p.target, lookup, "x.real"] for p, lookup in zip(problems, lookups)]}}
     (tmp_path / "answers.json").write_text(json.dumps(cache))
-    lines = heldout.read_lines(str(tmp_path), task)
+    lines = answers.read_lines(str(tmp_path), task)
     assert lines[0] == "## grpo-s0 (m = 1)" and len([line for line in lines if line.startswith("- ")]) == 4
     for p, lookup, line in zip(problems, lookups, [line for line in lines if line.startswith("  `")]):
         pieces = "" if p.family == "step3" else "p"   # a three-level target's constant pieces are not counted
@@ -232,11 +232,11 @@ def test_read_hard_gives_the_cached_problems_and_the_kept_programs(tmp_path):
                        ("grpo-s2", ["x", "x"])):
         (tmp_path / f"evolve-{name}.json").write_text(json.dumps(
             {"problems": ids, "results": [{"solved_at": None, "best": b} for b in best]}))
-    lines = heldout.read_lines(str(tmp_path), task, "answers-hard.json")
+    lines = answers.read_lines(str(tmp_path), task, "answers-hard.json")
     assert lines[:3] == ["## vpo_stopped-s0 (m = 3)", "", f"- 7: {pool[7].family} `{pool[7].target}`: "
                          + task.prompt(pool[7], 1).split(": ", 1)[1].strip()]
     assert lines[3] == f"  `{pool[7].target}` (=)" and lines[5] == "  `x.real`"
-    kept = heldout.kept_lines(str(tmp_path), task)
+    kept = answers.kept_lines(str(tmp_path), task)
     assert f"  vpo-s0: `{pool[7].target}` (=)" in kept and "  grpo-s1: `x.real`" in kept
     assert "  vpo-s0: none" in kept and f"  grpo-s1: `{pool[3].target}` (=)" in kept
     assert not any("grpo-s2" in line for line in kept)
