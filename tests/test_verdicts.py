@@ -350,3 +350,24 @@ def test_problems_only_one_arm_solves_by_hand():
     assert "| VPO − GRPO | 10 11 | none | 1 |" in lines
     assert "| 10 | 1 | 0 |" in lines and "| 12 | 1 | 1 |" in lines and not any(l.startswith("| 13 ") for l in lines)
     assert any("of 2 runs each" in l for l in lines)
+
+
+def test_search_heldout_md_holds_what_report_writes():
+    """results/search_heldout.md's section "Search" is the section `python -m results.compare --config
+    results/experiments/code_search_heldout.json --report` writes, and its reading table gives the deciding pairs
+    as that section does: VPO − GRPO +1.7 [+0.3, +3.1] final, +2.2 [+0.7, +3.7] both stopped early."""
+    from results.searched import search_lines
+    from runs.cli import make_task
+    setup = read_config(os.path.join(EXPERIMENTS, "code_search_heldout.json"))
+    found, where = read_searches(setup, [os.path.join(compare.ROOT, b) for b in setup.search["blocks"]])
+    s = compare.settings(setup)
+    rule = compare.read_json(os.path.join(compare.ROOT, setup.search["hard"])).get("rule")
+    lines = search_lines(setup, found, where, make_task(s["task"], s["task_opt"]), rule)
+    with open(os.path.join(compare.ROOT, "results", "search_heldout.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert text[text.index("\n## Search\n") + 1:] == "\n".join(lines) + "\n"
+    cs = [c for c, _ in family(found, where, setup.search["pairs"], 768, arms_of(setup))]
+    reading = text[text.index("## The reading"):text.index("## What the checkpoints write")]
+    for c, adjusted, label in zip(cs, holm_adjusted([c.p for c in cs]), ("final weights", "both stopped early")):
+        assert (f"| VPO − GRPO, {label} (deciding) | {c.mean:+.1f} [{c.low:+.1f}, {c.high:+.1f}] | {c.p:.2g} | "
+                f"{adjusted:.2g} | VPO ahead |") in reading
