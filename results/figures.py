@@ -1,7 +1,6 @@
 """
 The figures of results.compare: pooled best@k (or the --metric) against k at the last step and along training
-(compare_figures), and problems solved per run against the budget, search and sampling side by side (strip_figure);
-and the answers a checkpoint writes on fixed seeds (sample_answers, for results/heldout.py).
+(compare_figures), and problems solved per run against the budget, search and sampling side by side (strip_figure).
 """
 import os
 
@@ -75,18 +74,3 @@ def strip_figure(counts, budgets, path, title):
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def sample_answers(ckpt, task, problems, m, n_roll, stream):
-    """The answers the weights at ckpt write, per problem: n_roll rollouts of m answers, T = 0.7, the fixed seeds
-    step_seed(0, stream, problem index)."""
-    import torch
-
-    from model import load_checkpoint
-    from runs.seeding import step_seed
-    from sample import rollout
-    model = load_checkpoint(ckpt)[0].eval()
-    with torch.no_grad():
-        _, _, texts, _, _ = rollout(model, task, problems, m, n_roll, 0.7, amp=False,
-                                    seeds=[step_seed(0, stream, i) for i in range(len(problems))])
-    return [[a for t in texts[i * n_roll:(i + 1) * n_roll] for a in task.parse(t, m)] for i in range(len(problems))]

@@ -14,10 +14,10 @@ import subprocess
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# results.md and the finished experiments' plans were written at the archive commit (results/README.md names it),
-# whose code they cite; main keeps them as they were, so their references resolve there, not here
-FROZEN = {"results/results.md", "results/PLAN.md", "results/PLAN_CODE.md", "results/PLAN_REVIEW.md",
-          "results/PLAN_SEARCH.md"}
+# results.md, heldout.md and the finished experiments' plans were written at an archive commit (results/README.md
+# names them), whose code they cite; main keeps them as they were, so their references resolve there, not here
+FROZEN = {"results/results.md", "results/heldout.md", "results/PLAN.md", "results/PLAN_CODE.md",
+          "results/PLAN_REVIEW.md", "results/PLAN_SEARCH.md"}
 DOCS = ["README.md", *sorted(os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "results/*.md", "bench/*.md")
                              for p in glob.glob(os.path.join(ROOT, pattern)) if os.path.relpath(p, ROOT) not in FROZEN)]
 

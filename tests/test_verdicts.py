@@ -1,6 +1,8 @@
-"""results.md's verdict numbers are what `python -m results.compare --config FILE --report` computes on main from the
-committed runs. results.md itself was written at the archive commit (results/README.md names it) by the campaign's
-code, which main no longer holds: this test ties the two together, number by number."""
+"""results.md's and heldout.md's verdict numbers are what main computes from the committed runs (`python -m
+results.compare --config FILE --report` and its statistics). Both files were written at an archive commit
+(results/README.md names them) by the campaign's code, which main no longer holds: these tests tie the two together,
+number by number. search_heldout.md's section "Search" is the command's own output."""
+import json
 import os
 import re
 
@@ -371,3 +373,33 @@ def test_search_heldout_md_holds_what_report_writes():
     for c, adjusted, label in zip(cs, holm_adjusted([c.p for c in cs]), ("final weights", "both stopped early")):
         assert (f"| VPO − GRPO, {label} (deciding) | {c.mean:+.1f} [{c.low:+.1f}, {c.high:+.1f}] | {c.p:.2g} | "
                 f"{adjusted:.2g} | VPO ahead |") in reading
+
+
+def test_heldout_md_pairs_are_what_the_committed_runs_give():
+    """heldout.md, written at the second archive, gives stage 1's pairs in pooled pass_target@k at step 500 as the
+    exact test over runs within blocks computes them on main: VPO − GRPO −0.078 [−0.105, −0.051] at k = 48."""
+    from results.runstats import blocked_comparison, leave_one_out
+    from results.tables import at_step
+    setup = read_config(os.path.join(EXPERIMENTS, "code_heldout.json"))
+    runs = compare.read_runs(setup, None, report=True)
+    with open(os.path.join(setup.dir, "blocks.json"), encoding="utf-8") as f:
+        blocks = json.load(f)
+    slugs = {a.label: a.slug for a in setup.arms}
+
+    def values(label, k):
+        return {r["seed"]: float(at_step(r, 500)["pooled_pass_target@k"][str(k)]) for r in runs[label]}
+
+    def blocked(label, vs):
+        out = {}
+        for seed, v in sorted(vs.items()):
+            out.setdefault(blocks[f"{slugs[label]}-s{seed}"], []).append(v)
+        return out
+
+    with open(os.path.join(compare.ROOT, "results", "heldout.md"), encoding="utf-8") as f:
+        text = f.read()
+    for a, b, k in (("VPO", "GRPO", 48), ("VPO", "GRPO", 1), ("VPO", "Multi-RLVR with the max", 48)):
+        va, vb = values(a, k), values(b, k)
+        c = blocked_comparison(blocked(a, va), blocked(b, vb), a, b)
+        loo = [x.p for _, _, x in leave_one_out(va, vb, lambda x, y: blocked_comparison(blocked(a, x), blocked(b, y)))]
+        assert (f"| {a} − {b} | k={k} | {len(va)} / {len(vb)} | {describe(c)} | {c.p:.3g} | "
+                f"{min(loo):.3g}-{max(loo):.3g} |") in text
