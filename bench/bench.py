@@ -380,7 +380,7 @@ def bench_sft(args):
     for group, ts in times.items():
         print(f"warm-start step, {args.sft_batch_size} demonstrations, group {group}: "
               + ", ".join(f"{t:.3f} s" for t in ts) + " (median per run)")
-    print(f"speed-up of group 4: " + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[4])))
+    print("speed-up of group 4: " + ", ".join(f"{a / b:.2f}x" for a, b in zip(times[1], times[4])))
 
 
 def get_parser():

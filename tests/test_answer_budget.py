@@ -2,7 +2,6 @@
 tokens, on the cached and the naive sampler alike, and a single-answer completion is sampled exactly as before."""
 import copy
 
-import numpy as np
 import pytest
 import torch
 

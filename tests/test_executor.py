@@ -1,7 +1,6 @@
 """Tests for the code task's executor (tasks/executor.py): our own interpreter of one Python expression in x,
 which never calls eval on model output. Its semantics against Python's, and its limits."""
 import ast
-import os
 import warnings
 
 import numpy as np

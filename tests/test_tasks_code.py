@@ -1,5 +1,4 @@
 """Tests for the code task (tasks/code.py); its executor has tests/test_executor.py."""
-import ast
 import os
 import string
 import sys
