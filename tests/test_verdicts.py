@@ -403,3 +403,23 @@ def test_heldout_md_pairs_are_what_the_committed_runs_give():
         loo = [x.p for _, _, x in leave_one_out(va, vb, lambda x, y: blocked_comparison(blocked(a, x), blocked(b, y)))]
         assert (f"| {a} − {b} | k={k} | {len(va)} / {len(vb)} | {describe(c)} | {c.p:.3g} | "
                 f"{min(loo):.3g}-{max(loo):.3g} |") in text
+
+
+def test_search_heldout_md_warm_start_at_three_answers_is_what_its_files_give():
+    """The table "Asked after the report" of search_heldout.md: per seed, the problems the warm start's search and
+    sampling solve within 768 answers at one and three answers a call, and the seeds solving 868, 1305 and 2532."""
+    from results.searched import solved
+    d = os.path.join(compare.ROOT, "results", "runs", "code-search-heldout")
+    with open(os.path.join(compare.ROOT, "results", "search_heldout.md"), encoding="utf-8") as f:
+        text = f.read()
+    for slug, label in (("base", "one answer a call (the plan's)"), ("base_m3", "three answers a call")):
+        for kind, how in (("evolve", "search"), ("sample", "sampling")):
+            found = []
+            for seed in range(10):
+                with open(os.path.join(d, f"{kind}-{slug}-s{seed}.json"), encoding="utf-8") as f:
+                    r = json.load(f)
+                assert r["m"] == (3 if slug == "base_m3" else 1) and r["budget"] == 768
+                found.append(solved(r, 768))
+            three = " / ".join(str(sum(p in s for s in found)) for p in (868, 1305, 2532))
+            assert (f"| {label} | {how} | {' '.join(str(len(s)) for s in found)} | "
+                    f"{sum(map(len, found)) / 10:.1f} | {three} |") in text
