@@ -337,6 +337,14 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
             + ".", f"- Seconds per run, training + evaluation, mean over runs: {', '.join(seconds)}.", ""]
 
 
+def search_section(setup, found, where, out):
+    """compare.md's section "Search" (results/searched.py:search_lines), with the task and the hard set's rule."""
+    from runs.cli import make_task
+    hard = hard_path(setup, out)
+    return search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]),
+                        os.path.isfile(hard) and read_json(hard).get("rule"))
+
+
 def write_report(setup, out, command, started, failed=(), report=False):
     """DIR/compare.md and the figures, from the finished runs (report: of a configuration of record)."""
     runs, first, key = read_runs(setup, out, report), setup.arms[0].label, setup.metric or HEADLINE
@@ -362,10 +370,7 @@ def write_report(setup, out, command, started, failed=(), report=False):
     for (b, a), m in [(pair, m) for pair in pairs_of(setup, runs) for m in PAIRED]:
         lines += paired_lines(runs, b, a, m, f"### {b} − {a}, {METRICS[m]}")
     if setup.search:
-        from runs.cli import make_task
-        hard = hard_path(setup, out)
-        lines += search_lines(setup, found, where, make_task(settings(setup)["task"], settings(setup)["task_opt"]),
-                              os.path.isfile(hard) and read_json(hard).get("rule"))
+        lines += search_section(setup, found, where, out)
     drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png"
     lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
               f"![{METRICS[key]}]({drawn})", ""]

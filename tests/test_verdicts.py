@@ -11,7 +11,7 @@ import pytest
 from results import compare
 from results.jobs import read_config
 from results.runstats import describe, holm_adjusted, paired_comparison
-from results.searched import arms_of, compare_pair, family, per_run, read_searches
+from results.searched import arms_of, by_block, compare_pair, family, per_run, read_searches
 from results.tables import paired, run_level
 
 EXPERIMENTS = os.path.join(compare.ROOT, "results", "experiments")
@@ -358,13 +358,9 @@ def test_search_heldout_md_holds_what_report_writes():
     """results/search_heldout.md's section "Search" is the section `python -m results.compare --config
     results/experiments/code_search_heldout.json --report` writes, and its reading table gives the deciding pairs
     as that section does: VPO − GRPO +1.7 [+0.3, +3.1] final, +2.2 [+0.7, +3.7] both stopped early."""
-    from results.searched import search_lines
-    from runs.cli import make_task
     setup = read_config(os.path.join(EXPERIMENTS, "code_search_heldout.json"))
     found, where = read_searches(setup, [os.path.join(compare.ROOT, b) for b in setup.search["blocks"]])
-    s = compare.settings(setup)
-    rule = compare.read_json(os.path.join(compare.ROOT, setup.search["hard"])).get("rule")
-    lines = search_lines(setup, found, where, make_task(s["task"], s["task_opt"]), rule)
+    lines = compare.search_section(setup, found, where, None)
     with open(os.path.join(compare.ROOT, "results", "search_heldout.md"), encoding="utf-8") as f:
         text = f.read()
     assert text[text.index("\n## Search\n") + 1:] == "\n".join(lines) + "\n"
@@ -390,10 +386,7 @@ def test_heldout_md_pairs_are_what_the_committed_runs_give():
         return {r["seed"]: float(at_step(r, 500)["pooled_pass_target@k"][str(k)]) for r in runs[label]}
 
     def blocked(label, vs):
-        out = {}
-        for seed, v in sorted(vs.items()):
-            out.setdefault(blocks[f"{slugs[label]}-s{seed}"], []).append(v)
-        return out
+        return by_block(vs, {seed: blocks[f"{slugs[label]}-s{seed}"] for seed in vs})
 
     with open(os.path.join(compare.ROOT, "results", "heldout.md"), encoding="utf-8") as f:
         text = f.read()
