@@ -32,7 +32,7 @@ from runs import dist
 from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, eval_weights, geometry_of, \
     load_model, number, set_deterministic, task_name
-from runs.dirs import base_dir, create_run_dir, machine, save_run_checkpoint, truncate_logs
+from runs.dirs import base_dir, commit, create_run_dir, machine, save_run_checkpoint, truncate_logs, weights_digest
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
 from sample import rollout
@@ -68,6 +68,9 @@ def get_parser():
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
     a.add_argument("--init", default=None, help="start from this checkpoint instead of the cached warm start")
+    a.add_argument("--warm_start_digest", default=None, metavar="HEX", help="refuse to start unless the warm start's "
+                   "weights have this digest (summary.json's \"warm_start\"; results.compare sets it from a seed's "
+                   "committed runs)")
     a.add_argument("--resume", action="store_true", help=f"continue the run with its saved settings; only "
                    f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
     a.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
@@ -311,9 +314,18 @@ def finish(args, task, model, directory, seconds, device):
                                    args.eval_temperature, weights=goal, amp=amp, geometry=geometry)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
-             "args": vars(args), "processes": dist.world(), "machine": machine()}
+             "args": vars(args), "processes": dist.world(), "machine": machine(),
+             "commit": commit(), "warm_start": args.init_path and weights_digest(args.init_path)}
     return (report(directory, task, ks, results, label, extra, figures=not args.no_figures) if dist.is_main()
             else None)
+
+
+def check_warm_start(path, digest):
+    """--warm_start_digest: the run refuses a warm start other than its seed's committed runs' (trained on another
+    kind of machine, say), before its run directory exists."""
+    if digest and weights_digest(path) != digest:
+        raise UsageError(f"the warm start {path} has weights digest {weights_digest(path)}, not {digest} "
+                         f"(--warm_start_digest): it is not the one this seed's other runs started from")
 
 
 def model_config(args):
@@ -347,6 +359,7 @@ def main(argv=None):
                 args.init_path = args.init or warm_start(args.task, task, args.task_opt, config, sft, args.out_dir,
                                                          device, args.quiet, args.compile, meta, args.ckpt_every)
                 model = model or load_model(args.init_path, device)[0]
+            check_warm_start(args.init_path, args.warm_start_digest)
             if dist.is_main():
                 create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile
             dist.barrier()

@@ -26,10 +26,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from results.jobs import METRICS, OWNED, ROOT, Arm, Setup, git, read_config, run_name, run_queue, train_entry, train_job
+from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, base_file, git, read_config, run_name, run_queue,
+                          train_entry, train_job)
 from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
-                              run_args, search_lines, search_queue, verdict_rows)
+                              run_args, search_lines, search_queue, validation_job, verdict_rows)
 from results.tables import (RUN_HEADER, at_step, base_metrics, eval_steps, metric_lines, paired, paired_lines,
                             read_json, read_run, run_level, run_note, table)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
@@ -156,6 +157,8 @@ def check(setup, out, report=False):
     if not report:
         check_out_dir(os.path.join(out, "runs"))
         check_search_run(setup)
+        check_stopped(setup)
+        check_warm_starts(setup, out)
     with tempfile.TemporaryDirectory() as scratch:   # an empty --out_dir: train.py's checks of a new run
         for arm in setup.arms:
             try:
@@ -163,6 +166,54 @@ def check(setup, out, report=False):
                         train.RESUMABLE, lambda a: [a.num_answers * f for f in train.K_FACTORS])
             except UsageError as e:
                 raise UsageError(f"{arm.label}: {e}")
+
+
+def check_stopped(setup):
+    """A configuration's arms stopped early are chosen among their kept evaluation checkpoints."""
+    arms = {a.label: a for a in setup.arms}
+    for s in setup.stopped:
+        if not run_args(setup, arms[s["arm"]]).keep_eval_ckpts:
+            raise UsageError(f"\"stopped\": {s['arm']} needs --keep_eval_ckpts in its train.py flags (the weights "
+                             f"of each evaluation step, among which its validation picks)")
+
+
+def committed(setup):
+    """{(arm slug, seed): summary.json} of the runs a configuration of record has committed in its "dir"."""
+    found = {}
+    for arm, seed in setup.runs() if setup.dir else ():
+        path = os.path.join(setup.dir, run_name(arm, seed), "summary.json")
+        if os.path.isfile(path):
+            found[arm.slug, seed] = read_json(path)
+    return found
+
+
+def seed_digests(setup):
+    """{seed: the weights digest of the warm start its committed runs started from}: a seed's runs are paired, so
+    its remaining arms must start from the same warm start. Committed runs of one seed that disagree: UsageError."""
+    digests = {}
+    for (slug, seed), summary in sorted(committed(setup).items(), key=lambda x: x[0][1]):
+        d = summary.get("warm_start")
+        if d and digests.setdefault(seed, d) != d:
+            raise UsageError(f"{setup.dir}: seed {seed}'s committed runs started from different warm starts "
+                             f"({digests[seed]}, {d}); they cannot be paired")
+    return digests
+
+
+def check_warm_starts(setup, out):
+    """Where the warm start is already cached here, it must be the one of every seed still to train that has
+    committed runs: otherwise one line, before anything runs (another kind of machine trains another warm start)."""
+    from runs.dirs import weights_digest
+    digests, done = seed_digests(setup), committed(setup)
+    todo = {seed for arm, seed in setup.runs() if (arm.slug, seed) not in done} & set(digests)
+    first = setup.arms[0]
+    base = base_file(setup.argv(first, setup.seeds_of(first)[0]), os.path.join(out, "runs"))
+    if todo and os.path.isfile(base):
+        here = weights_digest(base)
+        wrong = sorted(seed for seed in todo if digests[seed] != here)
+        if wrong:
+            raise UsageError(f"the warm start here ({base}, digest {here}) is not the one seed {wrong[0]}'s committed "
+                             f"runs in {setup.dir} started from ({digests[wrong[0]]}); train on a machine that "
+                             f"rebuilds it, or leave that seed out of \"seeds\"")
 
 
 def check_search_run(setup):
@@ -209,10 +260,17 @@ def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
     not start."""
     runs, logs, total = os.path.join(out, "runs"), os.path.join(out, "logs"), len(setup.runs())
     os.makedirs(logs, exist_ok=True)
-    queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed), runs,
-                                                      os.path.join(logs, f"{run_name(arm, seed)}.log"))}
+    done, digests = committed(setup), seed_digests(setup)
+    queue = [{"arm": arm, "seed": seed, **train_entry(job or train_job, setup.argv(arm, seed) + (
+        ["--warm_start_digest", digests[seed]] if seed in digests else []), runs,
+        os.path.join(logs, f"{run_name(arm, seed)}.log"))}
              for arm, seed in setup.runs() if not os.path.isfile(os.path.join(run_path(out, arm, seed),
-                                                                               "summary.json"))]
+                                                                               "summary.json"))
+             and (arm.slug, seed) not in done]
+    total -= len([1 for arm, seed in setup.runs() if (arm.slug, seed) in done])
+    queue = [j for t in queue for j in [t] + validation_jobs(setup, out, t["arm"], t["seed"])] + [
+        j for arm, seed in setup.runs() if (arm.slug, seed) not in done and os.path.isfile(
+            os.path.join(run_path(out, arm, seed), "summary.json")) for j in validation_jobs(setup, out, arm, seed)]
     if setup.search:
         searches = search_queue(setup, out)
         seeds = list(setup.seeds) + sorted({j["seed"] for j in queue + searches if j.get("seed") is not None}
@@ -232,6 +290,21 @@ def run_all(setup, out, jobs, in_process=False, echo=print, job=None):
             + f" ({trained[0]} of {total})"
     return [run_name(j["arm"], j["seed"]) if "arm" in j else j["name"]
             for j in run_jobs(queue, jobs, in_process, echo, line)]
+
+
+def validation_jobs(setup, out, arm, seed):
+    """The validation of one run of an arm stopped early (a configuration's "stopped"), once it has trained: its
+    kept evaluation checkpoints on the next --eval_problems test problems after the report's, pooled best@k at the
+    largest k (searched.validation_job) -> the run's validation.json. [] if the file is there or the arm is not
+    stopped."""
+    path = os.path.join(run_path(out, arm, seed), "validation.json")
+    if not any(s["arm"] == arm.label for s in setup.stopped) or os.path.isfile(path):
+        return []
+    args = run_args(setup, arm)
+    return [{"fn": validation_job, "needs": [os.path.join(os.path.dirname(path), "summary.json")],
+             "name": f"validation of {run_name(arm, seed)}", "seed": seed,
+             "args": (os.path.dirname(path), [args.eval_problems, 2 * args.eval_problems], [args.eval_answers],
+                      path)}]
 
 
 def progress(directory):
@@ -268,6 +341,8 @@ def read_runs(setup, out, report=False):
 def stop_step(validation):
     """Early stopping on the maze's validation.json ({"pooled_best@k": {step: {k: value}}}): the step of highest
     pooled best@k at the largest k; ties go to the earlier step (best_step)."""
+    if "step" in validation:   # written by searched.validation_job, with its rule
+        return int(validation["step"])
     rows = validation["pooled_best@k"]
     k = str(max(int(k) for row in rows.values() for k in row))
     return best_step({step: row[k] for step, row in rows.items()})

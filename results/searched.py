@@ -262,7 +262,8 @@ def validation_job(run, problems, ks, path):
     """Early stopping by one rule for every arm: each kept evaluation checkpoint of the run directory (train.py
     --keep_eval_ckpts: ckpt-stepN.pt; the final one ckpt.pt) is evaluated on the validation problems (test indices
     [first, end) of problems, seed 0; VALIDATION_ANSWERS answers at T = 0.7, evaluate.py's seeded streams); the
-    criterion is the mean over ks of pooled pass_target@k (pooled pass@k on a task that cannot check the target),
+    criterion is the mean over ks of pooled pass_target@k (pooled best@k under w* on a task that cannot check the
+    target, the maze),
     t* its best step (best_step). Writes path with every step's values, t* ("step") and its weights ("ckpt",
     relative to path's directory). -> 0."""
     from evaluate import evaluate
@@ -273,7 +274,7 @@ def validation_job(run, problems, ks, path):
     rows = {}
     for step in sorted(names):
         model, args, task, m = load_run(os.path.join(run, names[step]))
-        key = "pooled_pass_target@k" if task.checks_target else "pooled_pass@k"
+        key = "pooled_pass_target@k" if task.checks_target else "pooled_best@k"
         metrics, _ = evaluate(model, task, task.problems("test", problems[1], seed=0)[problems[0]:], m,
                               [k for k in ks if k % m == 0] or [m],
                               VALIDATION_ANSWERS, VALIDATION_T, seed=0, weights=eval_weights(args, task))

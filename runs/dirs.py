@@ -189,3 +189,31 @@ def machine():
     detail = [f"family {info['cpu family']}, model {info['model']}"] if "cpu family" in info and "model" in info else []
     detail.append(torch.backends.cpu.get_cpu_capability())
     return f"{model} ({', '.join(detail)}), {os.cpu_count()} cores, torch {torch.__version__}"
+
+
+def weights_digest(path):
+    """The first 8 hex digits of the SHA-1 of a checkpoint's weights (every tensor of its model, by name): two runs
+    started from the same warm start record the same digest. Recorded in summary.json as "warm_start"."""
+    state = torch.load(path, map_location="cpu", weights_only=True)["model"]
+    h = hashlib.sha1()
+    for name in sorted(state):
+        h.update(name.encode())
+        h.update(state[name].detach().to(torch.float32).contiguous().numpy().tobytes())
+    return h.hexdigest()[:8]
+
+
+def commit():
+    """The repository's commit (short hash), with "+changes" where tracked files differ from it; None outside git.
+    Recorded in summary.json, so that every run file says which code trained it."""
+    import subprocess
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                              timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode:
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
