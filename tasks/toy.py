@@ -37,13 +37,14 @@ class ToyTask(Task):
     objectives = ["left", "right"]
     deploy_weights = np.array([0.5, 0.5])
 
-    def __init__(self, compromise: float = 0.6, p_invalid: float = 0.05):
-        """compromise: c in r("middle") = (c, c); p_invalid: chance that a demonstration answer is invalid."""
-        if not 0.0 <= compromise <= 1.0:
-            raise ValueError(f"compromise must be in [0, 1], got {compromise!r}")
-        if not 0.0 <= p_invalid <= 1.0:
-            raise ValueError(f"p_invalid must be in [0, 1], got {p_invalid!r}")
-        self.compromise, self.p_invalid = compromise, p_invalid
+    def __init__(self, compromise: float = 0.6, p_invalid: float = 0.05, p_middle: float = 1 / 3):
+        """compromise: c in r("middle") = (c, c); p_invalid: chance that a demonstration answer is invalid;
+        p_middle: chance that a valid demonstration answer is "middle" (the corners share the rest evenly; 1/3:
+        uniform over the three words)."""
+        for name, value in (("compromise", compromise), ("p_invalid", p_invalid), ("p_middle", p_middle)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+        self.compromise, self.p_invalid, self.p_middle = compromise, p_invalid, p_middle
         self.rewards = {"left": np.array([1.0, 0.0], dtype=np.float32),
                         "right": np.array([0.0, 1.0], dtype=np.float32),
                         "middle": np.array([compromise, compromise], dtype=np.float32)}
@@ -66,10 +67,13 @@ class ToyTask(Task):
         return f"toy {problem.id}: name {m} of left/right/middle\n"
 
     def demonstration(self, problem: ToyProblem, m: int, rng: np.random.Generator, style: str = "diverse") -> str:
-        """m words drawn uniformly with replacement from the three, each invalid with probability p_invalid."""
+        """m words drawn with replacement: "middle" with probability p_middle, else a corner, each invalid with
+        probability p_invalid."""
         self.check_style(style)
+        corner = (1 - self.p_middle) / 2
         answers = [INVALID_WORDS[rng.integers(len(INVALID_WORDS))] if rng.random() < self.p_invalid
-                   else WORDS[rng.integers(len(WORDS))] for _ in range(m)]
+                   else WORDS[rng.integers(3)] if self.p_middle == 1 / 3   # uniform: the default's draws, as before
+                   else WORDS[rng.choice(3, p=[corner, corner, self.p_middle])] for _ in range(m)]
         return self.format_answers(answers)
 
     def score(self, problem: ToyProblem, answer: str) -> np.ndarray:

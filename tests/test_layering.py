@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 COMMANDS = {"train", "search", "results.compare", "results.audit", "bench.bench", "bench.peer_trl_grpo",
-            "bench.peer_generate"}
+            "bench.peer_generate", "examples.toy_gpt"}   # examples.toy_gpt runs train.py for three methods
 LEAVES = {"vpo": set(), "tasks": {"tasks"}}  # vpo.py and tasks/ import nothing else of ours
 
 
