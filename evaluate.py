@@ -208,6 +208,15 @@ def evaluate_texts(task, problems, texts, m, ks, temperature=0.7, seed=0, num_we
     return summarize(setup, records, n_roll, temperature)
 
 
+LEGEND = """\
+names (docs/metrics.md): best@k, the expected best w*ᵀr among k answers drawn as k/m whole rollouts (none at k = 1
+  when a rollout holds m > 1 answers); pooled, k answers drawn from all of a problem's answers; E_w[best@k], the
+  best under random weights w ~ Dir(1), averaged over w; pass@k, the chance that one of k answers solves; diversity,
+  the mean pairwise L1 distance of the answers' reward vectors; distinct and valid, the share of answer slots that
+  are not repeats and not empty; Pareto-optimal, the share of answers no other answer of the pool beats on every
+  dimension (its distinct reward vectors in brackets)."""
+
+
 def format_table(metrics, label=""):
     """The metrics as a few aligned text lines (printed at the end of train.py and by this script). Columns are
     the pooled k's (1 and the k's of best@k); whole-rollout rows leave k = 1 empty for multi-answer models."""
@@ -218,7 +227,7 @@ def format_table(metrics, label=""):
     for key, name in names.items():
         if key in metrics:
             values = {int(k): v for k, v in metrics[key].items()}
-            lines.append(f"{name:<15}" + "".join(f"{values[k]:>8.3f}" if k in values else f"{'':>8}" for k in ks))
+            lines.append(f"{name:<15}" + "".join(f"{values[k]:>8.3f}" if k in values else f"{'-':>8}" for k in ks))
     means = "  ".join(f"{name} {v:.2f}" for name, v in metrics["dim_means"].items())
     prompted = "" if metrics.get("prompt_weights") is None else \
         f"; prompted with w = {[round(w, 2) for w in metrics['prompt_weights']]}"
@@ -261,6 +270,7 @@ def report(directory, task, ks, results, label, summary, figures=True):
           f"held-out problems in {summary['eval_seconds']:.0f} s")
     for name, (r, _) in reversed(results.items()):
         print(format_table(r, name))
+    print(LEGEND)
     pngs = ["curves.png", "best_at_k.png", "scatter.png"] if figures else []
     print(f"wrote {directory}/ ({', '.join(['ckpt.pt', 'log.jsonl', 'summary.json'] + pngs)})")
     return summary
