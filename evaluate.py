@@ -193,6 +193,11 @@ def summarize(setup, records, n_roll, temperature, weights=None, geometry=None):
     return metrics
 
 
+def default_ks(m, most=None):
+    """The k's of evaluate.py's table: m, 2m, 4m, 8m, 16m (whole rollouts), those up to `most` answers where given."""
+    return [m * f for f in (1, 2, 4, 8, 16) if most is None or m * f <= most]
+
+
 def evaluate_texts(task, problems, texts, m, ks, temperature=0.7, seed=0, num_weights=256, weights=None):
     """evaluate's metrics of completions already written, in the task's format: texts holds the same number of
     completions for every problem, problem after problem (temperature is only recorded; weights: those of
@@ -308,7 +313,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     device = dist.setup(device)  # torchrun evaluate.py ...: the problems split across processes
-    ks = [run.num_answers * f for f in (1, 2, 4, 8, 16)]
+    ks = default_ks(run.num_answers)
     metrics, _ = evaluate(model, task, problems, m, ks, max(args.answers, max(ks)), args.temperature, args.seed,
                           weights=eval_weights(run, task), amp=use_amp(args.dtype, getattr(run, "dtype", "auto")),
                           geometry=geometry_of(run, task))

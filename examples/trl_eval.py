@@ -1,8 +1,8 @@
 """
-The evaluation at the end of examples/trl_vpo.py: completions of the held-out problems sampled with transformers'
-generate, mapped to the task's format for trl_tasks.evaluate_texts (evaluate.py's table), and on the toy the sets
-the policy writes most often, with E_w[max over the set of w^T r] (w ~ Dir(1, 1), midpoint rule) and w*^T r of
-the best answer (docs/trl.md, "On a pretrained model").
+The evaluation of examples/trl_vpo.py: completions of held-out problems sampled with transformers' generate and
+mapped to the task's format, for evaluate.evaluate_texts (evaluate.py's table); and on the toy the sets the policy
+writes most often, with E_w[max over the set of w^T r] under the evaluation's weights and w*^T r of the best answer
+(docs/trl.md, "On a pretrained model").
 """
 import os
 import sys
@@ -10,7 +10,7 @@ from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the repository, to run from anywhere
-sys.path.insert(0, HERE)                   # trl_tasks and trl_model, beside this file
+sys.path.insert(0, HERE)                   # trl_tasks, beside this file
 import torch  # noqa: E402
 
 import vpo  # noqa: E402
@@ -20,36 +20,32 @@ from trl_tasks import prompt_ids  # noqa: E402
 EVAL_ROWS = 256    # completions generated at once in the evaluation
 
 
-def sample_completions(model, run, samples, temperature, seed, banned=None):
-    """`samples` completions of each held-out prompt (run.eval_prompts) with transformers' generate at
-    `temperature` (0: greedy), never emitting the `banned` token ids, decoded as TRL decodes them and mapped to the
-    task's format. -> texts (P*K,), prompt-major"""
-    tk, K, T = run.tk, samples, temperature
+def sample_completions(model, tk, prompts, budget, samples, temperature, seed, banned=None, chat_template_kwargs=None):
+    """`samples` completions of each prompt with transformers' generate at `temperature` (0: greedy), at most
+    `budget` new tokens, never emitting the `banned` token ids, decoded as TRL decodes them.
+    -> (texts (P*K,), prompt-major; the share of completions cut by the budget, TRL's clipped ratio)"""
+    K, T = samples, temperature
     device = next(model.parameters()).device
     eos = model.generation_config.eos_token_id
     eos = [tk.eos_token_id] + [e for e in ([eos] if isinstance(eos, int) else eos or []) if e != tk.eos_token_id]
     torch.manual_seed(step_seed(seed, 8))  # HF generate samples from torch's global generator
-    texts, chunk = [], max(1, EVAL_ROWS // K)
-    for start in range(0, len(run.eval_prompts), chunk):
-        ids = [prompt_ids(tk, p) for p in run.eval_prompts[start:start + chunk]]
+    texts, clipped, chunk = [], 0, max(1, EVAL_ROWS // K)
+    for start in range(0, len(prompts), chunk):
+        ids = [prompt_ids(tk, p, chat_template_kwargs) for p in prompts[start:start + chunk]]
         width = max(map(len, ids))
         x = torch.tensor([[tk.pad_token_id] * (width - len(i)) + i for i in ids], device=device)   # left-padded
         mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids], device=device)
         with torch.no_grad():
             out = model.generate(input_ids=x, attention_mask=mask, do_sample=T > 0, temperature=T if T > 0 else None,
                                  top_k=0, top_p=1.0, min_p=None, repetition_penalty=1.0,
-                                 max_new_tokens=run.budget, num_return_sequences=K if T > 0 else 1,
+                                 max_new_tokens=budget, num_return_sequences=K if T > 0 else 1,
                                  suppress_tokens=banned, pad_token_id=tk.pad_token_id, eos_token_id=eos)
         if T == 0:  # greedy: every sample of a prompt is the same completion
             out = out.repeat_interleave(K, dim=0)
-        texts += tk.batch_decode(out[:, width:], skip_special_tokens=True)
-    return [run.fmt.to_task(t, run.m) for t in texts]
-
-
-def dirichlet_grid(n=10_001):
-    """w = (u, 1 - u) at the midpoints u of n equal cells: E_w under w ~ Dir(1, 1) by the midpoint rule. (1, n, 2)"""
-    u = (torch.arange(n, dtype=torch.float64) + 0.5) / n
-    return torch.stack([u, 1 - u], dim=-1)[None].float()
+        new = out[:, width:]
+        clipped += int((~torch.isin(new, torch.tensor(eos, device=device)).any(-1)).sum())
+        texts += tk.batch_decode(new, skip_special_tokens=True)
+    return texts, clipped / max(1, len(texts))
 
 
 def describe(task, answers):
@@ -57,15 +53,15 @@ def describe(task, answers):
     return ", ".join(f"{a} ({', '.join(f'{x:g}' for x in task.score(None, a).tolist())})" for a in answers) or "nothing"
 
 
-def toy_sets(task, problems, texts, m):
-    """The toy's sets: -> (the distinct valid answers of each completion (sorted tuples), E_w max (n,), w*ᵀr of the
-    best answer (n,))"""
+def toy_sets(task, problems, texts, m, weights):
+    """The toy's sets: -> (the distinct valid answers of each completion (sorted tuples), E_w max under the weights
+    (N, D) (n,), w*ᵀr of the best answer (n,))"""
     K = len(texts) // len(problems)
     sets, values, best = [], [], []
     for b, problem in enumerate(problems):
         r, mask = task.score_rollouts(problem, texts[b * K:(b + 1) * K], m)                    # (K, m, D), (K, m)
         r, mask = torch.from_numpy(r), torch.from_numpy(mask)
-        values.append(vpo.set_rewards(r[None], mask[None], dirichlet_grid())[0])              # E_w max_y w^T r(y)
+        values.append(vpo.set_rewards(r[None], mask[None], weights[None].to(r.dtype))[0])     # E_w max_y w^T r(y)
         w_star = torch.as_tensor(task.deploy_weights, dtype=r.dtype)
         best.append(vpo.masked_max(r @ w_star, mask))                                         # max_y w*^T r(y)
         for k in range(K):
@@ -73,8 +69,8 @@ def toy_sets(task, problems, texts, m):
     return sets, torch.cat(values), torch.cat(best)
 
 
-def print_toy_sets(task, problems, texts, m, name):
-    sets, values, best = toy_sets(task, problems, texts, m)
+def print_toy_sets(task, problems, texts, m, name, weights):
+    sets, values, best = toy_sets(task, problems, texts, m, weights)
     print("their sets:")
     counts = Counter(sets)
     for s, c in counts.most_common(5):

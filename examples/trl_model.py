@@ -66,16 +66,17 @@ def banned_ids(tk):
     return [i for i in range(len(tk)) if i not in allowed]
 
 
-def tiny_gpt2(tk, context, n_layer, n_embd, seed, out_dir):
-    """A GPT-2 of n_layer blocks, n_embd wide, 2 heads, with random weights (seeded), over tk's vocabulary, saved to
-    out_dir/base and loaded back: with beta > 0 TRL builds the frozen reference from the policy's path."""
+def save_tiny_gpt2(path, tk, context, n_layer, n_embd, seed):
+    """A GPT-2 of n_layer blocks, n_embd wide, 2 heads, with random weights (seeded), over tk's vocabulary, saved
+    with tk to path, where GRPOTrainer loads it like any saved model (and, with beta > 0, its frozen reference).
+    -> path"""
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(seed)  # the random weights of GPT-2
     ids = {t: tk.convert_tokens_to_ids(t) for t in (PAD, BOS, END)}
-    base = GPT2LMHeadModel(GPT2Config(
+    model = GPT2LMHeadModel(GPT2Config(
         n_layer=n_layer, n_head=2, n_embd=n_embd, n_positions=context, vocab_size=len(tk),
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=ids[BOS], eos_token_id=ids[END],
         pad_token_id=ids[PAD]))
-    base_path = os.path.join(out_dir, "base")
-    base.save_pretrained(base_path)
-    return GPT2LMHeadModel.from_pretrained(base_path)
+    model.save_pretrained(path)
+    tk.save_pretrained(path)
+    return path

@@ -1,7 +1,7 @@
 """
 The repository's tasks for a pretrained model in TRL (examples/trl_vpo.py): the prompt the model reads, the format
-it writes its m answers in and how that maps back to the task's, the room of a completion, and the evaluation of
-its samples with evaluate.py's metrics. Plain Python and torch, no TRL: a tokenizer is passed in where one is needed.
+it writes its m answers in and how that maps back to the task's, and the room of a completion. Plain Python, no
+TRL: a tokenizer is passed in where one is needed.
 
 Two answer formats. NativeFormat is the task's own: the prompt is Task.prompt and the m answers are joined by the
 separator <|sep|>, which the example's own tokenizers hold as a token (the tiny GPT-2 built in place). TagFormat is
@@ -22,27 +22,21 @@ tokenizer. A real tokenizer's tokens are not bytes, so the room is measured in t
 demonstrations: the most tokens any demonstration answer takes in the model's format (with its tags and newline,
 or its closing separator), over the demonstrations of ROOM_PROBLEMS training problems, plus the task's own slack
 beyond its longest demonstration answer (answer_tokens minus that answer's bytes and its end), one token per byte.
-The completion's budget is m rooms, and one token for the end of the turn in the tag format. TRL has one budget
-for the whole completion, not a room per answer (docs/trl.md, "No room per answer in TRL").
-
-The evaluation (evaluate_texts) scores m-answer completions of held-out problems with evaluate.evaluate_texts, the
-code that scores evaluate.py's own samples: best@k over whole rollouts and over the authors' pool, pass@k,
-pass_target@k and pass_hidden@k where the task has them, E_w[best@k] under 256 weights seeded as evaluate.py seeds
-them, diversity, deploy reward, distinct and valid rates, Pareto, the dimensions, the hack rates.
+The completion's budget is m rooms; the tag format adds one token for the end of the turn and PREAMBLE_TOKENS for
+a sentence an instruction model may write before its answers. TRL has one budget for the whole completion, not
+a room per answer (docs/trl.md, "No room per answer in TRL").
 """
 import re
 
 import numpy as np
-import torch
 
-import evaluate
-import vpo
 from tasks.code import X_MAX, CodeTask
 from tasks.maze import MazeTask
 from tasks.tokenizer import SEP
 from tasks.toy import ToyTask
 
 ROOM_PROBLEMS = 64          # training problems whose demonstrations size an answer's room
+PREAMBLE_TOKENS = 32        # the tag format's budget for a sentence before the answers
 TAG = re.compile(r"<answer(\d*)>(.*?)</answer\1>", re.S)   # one answer: its number (or none) and its content
 
 BONUS = {"linear": "floor", "convex_bonus": "bonus tile (entering it before E raises the item rewards)"}
@@ -74,6 +68,7 @@ class NativeFormat:
     name = "native"
     closing = 1     # the token that closes an answer (<|sep|>, or the end after the last), not in answer_texts
     end_tokens = 0  # the last answer's room holds the end of the completion
+    preamble_tokens = 0  # a model trained on this format writes nothing before its answers
 
     def prompt_text(self, task, problem, m):
         return task.prompt(problem, m)
@@ -91,6 +86,7 @@ class TagFormat:
     name = "tags"
     closing = 0     # the tags and the newline close an answer, in answer_texts
     end_tokens = 1  # the end-of-turn token after the last answer
+    preamble_tokens = PREAMBLE_TOKENS
 
     def prompt_text(self, task, problem, m):
         about = task_instructions(task, problem, m)
@@ -116,25 +112,13 @@ def render_prompt(fmt, task, problem, m, chat):
     return [{"role": "user", "content": text}] if chat else text
 
 
-def prompt_ids(tk, prompt):
-    """A dataset prompt's token ids as TRL builds them: the chat template for a conversation, else the text
-    with the tokenizer's special tokens."""
+def prompt_ids(tk, prompt, chat_template_kwargs=None):
+    """A data set prompt's token ids as TRL builds them: the chat template (with GRPOConfig's chat_template_kwargs,
+    e.g. {"enable_thinking": false}) for a conversation, else the text with the tokenizer's special tokens."""
     if isinstance(prompt, str):
         return tk(prompt)["input_ids"]
-    text = tk.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    text = tk.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False, **(chat_template_kwargs or {}))
     return tk(text, add_special_tokens=False)["input_ids"]
-
-
-def prompt_key(prompt):
-    """A prompt as one string, the same in every process: its text, or a conversation's roles and contents."""
-    if isinstance(prompt, str):
-        return prompt
-    return "\n".join(f"{msg['role']}: {msg['content']}" for msg in prompt)
-
-
-def completion_text(completion):
-    """What the model wrote: a plain completion, or the content of a conversational one's last message."""
-    return completion if isinstance(completion, str) else completion[-1]["content"]
 
 
 def answer_room(task, fmt, count_tokens, m, seed=0, n=ROOM_PROBLEMS):
@@ -153,23 +137,6 @@ def answer_room(task, fmt, count_tokens, m, seed=0, n=ROOM_PROBLEMS):
 
 
 def completion_budget(fmt, room, m):
-    """max_completion_length of m answers: m rooms and, in the tag format, the end of the turn."""
-    return m * room + fmt.end_tokens
-
-
-def eval_ks(m, n_answers):
-    """evaluate.py's k's (evaluate.main: m, 2m, 4m, 8m, 16m) that fit the answers sampled per problem."""
-    return [m * f for f in (1, 2, 4, 8, 16) if m * f <= n_answers]
-
-
-def eval_weights(task, seed=0, num_weights=256):
-    """The N weights of E_w[best@k], drawn as evaluate.evaluate draws them. (N, D)"""
-    return vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
-
-
-def evaluate_texts(task, problems, texts, m, ks, weights, temperature):
-    """The metrics of evaluate.evaluate on completions already written in the task's format (evaluate.evaluate_texts:
-    the same per-problem numbers and means, hack rates included): texts holds n completions per problem,
-    prompt-major; weights, those of E_w[best@k]. -> the metrics dict (evaluate.format_table prints it)."""
-    return evaluate.evaluate_texts(task, problems, texts, m, ks, temperature, weights=weights)
-
+    """max_completion_length of m answers: m rooms, the end of the turn, and room for a short preamble (the tag
+    format's sentence before the answers, such as "Here are three routes:")."""
+    return m * room + fmt.end_tokens + fmt.preamble_tokens

@@ -13,6 +13,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import evaluate  # noqa: E402
 import vpo  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.tokenizer import SEP  # noqa: E402
@@ -63,7 +64,7 @@ def test_the_rewards_are_the_set_rewards_of_vpo():
     for b, prompt in enumerate(dict.fromkeys(prompts)):
         rows = slice(b * len(COMPLETIONS), (b + 1) * len(COMPLETIONS))
         r, mask = task.score_rollouts(ToyProblem(ids[rows][0]), completions[rows], m)
-        R = vpo.set_rewards(torch.from_numpy(r)[None], torch.from_numpy(mask)[None], reward.weights(7, prompt))
+        R = vpo.set_rewards(torch.from_numpy(r)[None], torch.from_numpy(mask)[None], reward.weights(7, ids[rows][0]))
         assert torch.equal(torch.tensor(out[rows]), R[0])
     assert out[0] == out[1] and out[0] > 0.6 and out[6] == out[0]   # {left, right}, in either order; 3rd ignored
     assert out[2] == pytest.approx(0.6) and out[4] == 0.0 and out[7] == 0.0
@@ -73,6 +74,33 @@ def test_grpo_rewards_the_first_answer_with_the_deployment_weights():
     reward = trl_reward.SetReward(ToyTask(), 1, ToyProblem, algo="grpo")
     out = reward(["p"] * 4, ["middle", "left", f"left {SEP} middle", "up"], problem_id=[1] * 4)
     assert out == pytest.approx([0.6, 0.5, 0.5, 0.0]) and reward.last_weights is None
+
+
+def test_rows_are_grouped_and_scored_by_problem_id_not_by_prompt_text():
+    """Two problems behind one prompt text (and one problem's rows split by another's): each row is scored against
+    its own problem_id's problem, under that problem's weights."""
+    task, m = ToyTask(), 2
+    reward = trl_reward.SetReward(task, m, ToyProblem, num_weights=20, seed=1)
+    out = reward(["same text"] * 4, [f"left {SEP} right"] * 4, problem_id=[3, 4, 3, 4],
+                 trainer_state=SimpleNamespace(global_step=2))
+    W = reward.last_weights
+    assert torch.equal(W[0], W[2]) and torch.equal(W[1], W[3]) and not torch.allclose(W[0], W[1])
+    assert torch.equal(W[0], reward.weights(2, 3)[0]) and torch.equal(W[1], reward.weights(2, 4)[0])
+    assert out[0] == out[2] and out[1] == out[3] and out[0] != out[1]      # same answers, each problem's weights
+    seen = []
+    spy = trl_reward.SetReward(task, m, lambda pid: seen.append(pid) or ToyProblem(pid), num_weights=5)
+    spy(["same text"] * 4, ["left"] * 4, problem_id=[3, 4, 3, 4])
+    assert seen == [3, 4]
+
+
+def test_the_reward_function_needs_vpo_py_alone():
+    """trl_reward.py is the part to copy: it imports the standard library, torch and the repository's vpo.py only."""
+    import ast
+    with open(os.path.join(ROOT, "examples", "trl_reward.py")) as f:
+        tree = ast.parse(f.read())
+    imported = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported == {"hashlib", "torch", "vpo"}, imported
 
 
 def test_the_weights_are_shared_by_a_group_even_across_calls_and_differ_across_groups_and_steps():
@@ -98,7 +126,7 @@ def test_the_weights_are_shared_by_a_group_even_across_calls_and_differ_across_g
 def test_conversations_in_the_tag_format_get_the_rewards_of_the_same_answers_in_the_task_format():
     """A chat model's prompts and completions reach the reward function as conversations, its answers between tags:
     the rewards are those of the same answers joined by <|sep|>, and a group's weights are still shared across two
-    calls (they hang on the conversation's text, the same in every process)."""
+    calls (they hang on the problem_id, the same in every process)."""
     task, m, G = ToyTask(), 2, len(COMPLETIONS)
     prompts, completions, ids = batch()
     chats = [[{"role": "user", "content": p}] for p in prompts]
@@ -114,7 +142,7 @@ def test_conversations_in_the_tag_format_get_the_rewards_of_the_same_answers_in_
         assert out[i] == pytest.approx(brute_force(completions[i], W[i], m), abs=1e-6)
     assert out[0] > 0.6 and out[2] == pytest.approx(0.6) and out[4] == 0.0 and out[7] == 0.0
     assert all(torch.equal(W[i], W[0]) for i in range(G)) and not torch.allclose(W[0], W[G])
-    assert torch.equal(W[0], tags.weights(3, chats[0])[0])
+    assert torch.equal(W[0], tags.weights(3, ids[0])[0])
     cut = G // 2 + 1
     head = tags(chats[:cut], said[:cut], problem_id=ids[:cut], trainer_state=step)
     tail = tags(chats[cut:], said[cut:], problem_id=ids[cut:], trainer_state=step)
@@ -161,7 +189,6 @@ def test_the_prompts_ask_for_m_answers_in_tags_and_show_the_task():
     assert trl_tasks.render_prompt(fmt, task, problem, 3, chat=False) == text
     native = trl_tasks.NativeFormat()
     assert trl_tasks.render_prompt(native, task, problem, 3, chat=False) == task.prompt(problem, 3)
-    assert trl_tasks.prompt_key([{"role": "user", "content": text}]) == f"user: {text}"
 
 
 def test_the_room_of_an_answer_is_measured_on_the_demonstrations():
@@ -175,7 +202,7 @@ def test_the_room_of_an_answer_is_measured_on_the_demonstrations():
         assert room == task.answer_tokens and room == longest + slack, name
     toy = get_task("toy")
     room, parts = trl_tasks.answer_room(toy, trl_tasks.TagFormat(), count, 2)
-    assert (room, parts) == (26, (26, 0)) and trl_tasks.completion_budget(trl_tasks.TagFormat(), room, 2) == 53
+    assert (room, parts) == (26, (26, 0)) and trl_tasks.completion_budget(trl_tasks.TagFormat(), room, 2) == 85
     wider = get_task("toy", answer_tokens=12)   # 5 bytes of room beyond the longest answer and its end
     assert trl_tasks.answer_room(wider, trl_tasks.TagFormat(), count, 2)[0] == 31
     assert trl_tasks.completion_budget(trl_tasks.NativeFormat(), 7, 3) == 21
@@ -195,8 +222,8 @@ def test_the_evaluation_by_hand_on_fixed_completions():
     texts = [as_tags(f"left{SEP}right"), as_tags(f"middle{SEP}middle")]
     mapped = [trl_tasks.TagFormat().to_task(t, m) for t in texts]
     weights = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    metrics = trl_tasks.evaluate_texts(task, [ToyProblem(5)], mapped, m, trl_tasks.eval_ks(m, 4), weights, 0.7)
-    assert trl_tasks.eval_ks(m, 4) == [2, 4] and trl_tasks.eval_ks(1, 96) == [1, 2, 4, 8, 16]
+    metrics = evaluate.evaluate_texts(task, [ToyProblem(5)], mapped, m, evaluate.default_ks(m, 4), weights=weights)
+    assert evaluate.default_ks(m, 4) == [2, 4] and evaluate.default_ks(1, 96) == [1, 2, 4, 8, 16]
     assert metrics["best@k"] == pytest.approx({2: 0.55, 4: 0.6})
     assert metrics["pooled_best@k"] == pytest.approx({1: 0.55, 2: 0.6 * 5 / 6 + 0.5 / 6, 4: 0.6})
     assert metrics["pass@k"] == pytest.approx({2: pass_at_k(2, 1, 1), 4: 1.0}) and pass_at_k(2, 1, 1) == 0.5
@@ -209,8 +236,7 @@ def test_the_evaluation_by_hand_on_fixed_completions():
 
 def test_the_evaluation_is_evaluate_py_on_the_same_completions(monkeypatch):
     """evaluate.evaluate, its sampler replaced by fixed completions, gives the numbers evaluate_texts gives: every
-    metric both report, on the code task (pass_target@k and pass_hidden@k too) and on the maze."""
-    import evaluate
+    metric both report, on the code task (pass_target@k, pass_hidden@k and the hack rates too) and on the maze."""
     for name, m in (("code", 2), ("maze", 3)):
         task = get_task(name)
         problems = task.problems("test", 3, seed=0)
@@ -227,13 +253,13 @@ def test_the_evaluation_is_evaluate_py_on_the_same_completions(monkeypatch):
             return (None, None, [t for r in rows for t in r], torch.from_numpy(np.stack([s[0] for s in scored])),
                     torch.from_numpy(np.stack([s[1] for s in scored])))
         monkeypatch.setattr(evaluate, "rollout", fake_rollout)
-        ks = trl_tasks.eval_ks(m, 4 * m)
+        ks = evaluate.default_ks(m, 4 * m)
         theirs, _ = evaluate.evaluate(torch.nn.Linear(1, 1), task, problems, m, ks, answers_per_problem=4 * m)
-        ours = trl_tasks.evaluate_texts(task, problems, texts, m, ks, trl_tasks.eval_weights(task), 0.7)
+        ours = evaluate.evaluate_texts(task, problems, texts, m, ks)
         shared = set(ours) & set(theirs)
         assert shared >= {"best@k", "pooled_best@k", "pass@k", "E_w[best@k]", "diversity", "deploy_reward"}
         if name == "code":
-            assert {"pass_target@k", "pass_hidden@k"} <= shared
+            assert {"pass_target@k", "pass_hidden@k", "hack_rate"} <= shared
         assert max(theirs["pooled_best@k"].values()) > 0
         for key in sorted(shared):
             assert json.dumps(ours[key], sort_keys=True) == json.dumps(theirs[key], sort_keys=True), (name, key)
