@@ -287,3 +287,52 @@ def test_a_bad_configuration_is_one_line_and_writes_nothing(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another_warm_start(tmp_path, capsys):
+    """A configuration's "stopped" arms: each run's kept weights are validated once it has trained (validation.json:
+    t*, the step of the best pooled best@k on the next problems), and the report reads each arm at its t*. Runs
+    committed in the configuration's "dir" are not trained again. A seed whose committed runs started from another
+    warm start (summary.json's digest) is refused in one line, exit 2, before anything runs; so is "stopped" without
+    --keep_eval_ckpts."""
+    import json
+    import shutil
+    flags = TINY[6:] + ["--keep_eval_ckpts", "--ckpt_every", "0"]
+    config = {"task": "toy", "seeds": [0, 1], "steps": 2, "eval_every": 1, "flags": flags,
+              "dir": str(tmp_path / "committed"),
+              "stopped": [{"arm": "GRPO", "label": "GRPO stopped early"}, {"arm": "VPO", "label": "VPO stopped early"}],
+              "pairs": [["VPO stopped early", "GRPO stopped early"]],
+              "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
+                       {"label": "VPO", "slug": "vpo", "flags": ["--algo", "vpo"]}]}
+    path, out = tmp_path / "c.json", tmp_path / "out"
+    path.write_text(json.dumps(config))
+    assert compare.main(["--config", str(path), "--out", str(out)], in_process=True) == 0
+    for name in ("grpo-s0", "vpo-s0", "grpo-s1", "vpo-s1"):
+        validation = compare.read_json(str(out / "runs" / name / "validation.json"))
+        assert validation["problems"] == [2, 4] and validation["step"] in (1, 2) and validation["commit"]
+        assert set(validation["pooled_best@k"]) == {"1", "2"}
+        summary = compare.read_json(str(out / "runs" / name / "summary.json"))
+        assert summary["commit"] and len(summary["warm_start"]) == 8
+    text = (out / "compare.md").read_text()
+    assert "| VPO stopped early − GRPO stopped early |" in text and "GRPO's weights at its best step" in text
+    # seed 0 committed: a fresh --out trains seed 1 only
+    for name in ("grpo-s0", "vpo-s0"):
+        os.makedirs(tmp_path / "committed" / name)
+        for f in ("summary.json", "eval.jsonl", "validation.json"):
+            shutil.copy(out / "runs" / name / f, tmp_path / "committed" / name / f)
+    capsys.readouterr()
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "out2")], in_process=True) == 0
+    assert sorted(os.listdir(tmp_path / "out2" / "runs")) == ["base", "grpo-s1", "vpo-s1"]
+    # seed 0's VPO run to do, its GRPO run from another warm start: refused before anything runs
+    shutil.rmtree(tmp_path / "committed" / "vpo-s0")
+    summary = compare.read_json(str(tmp_path / "committed" / "grpo-s0" / "summary.json"))
+    (tmp_path / "committed" / "grpo-s0" / "summary.json").write_text(json.dumps({**summary, "warm_start": "deadbeef"}))
+    capsys.readouterr()
+    assert compare.main(["--config", str(path), "--out", str(out)], in_process=True) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the warm start here") and "(deadbeef)" in err and err.count("\n") == 1, err
+    assert sorted(os.listdir(out / "runs")) == ["base", "grpo-s0", "grpo-s1", "vpo-s0", "vpo-s1"]   # none deleted
+    # without the kept weights there is nothing to stop at
+    path.write_text(json.dumps({**config, "flags": TINY[6:]}))
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "out3")], in_process=True) == 2
+    assert "needs --keep_eval_ckpts" in capsys.readouterr().err

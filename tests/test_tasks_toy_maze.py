@@ -230,6 +230,24 @@ def test_toy_demonstrations_propose_all_words():
     assert 10 < 900 - sum(counts.values()) < 100                           # ~5% invalid
 
 
+def test_toy_demonstrations_lean_to_the_compromise_with_p_middle():
+    """p_middle: the share of "middle" among valid demonstration words (examples/toy_gpt.py's warm start: 0.6);
+    the default, 1/3, draws exactly as the uniform demonstrations always did; out of [0, 1] is refused."""
+    from tasks.toy import ToyTask
+    p = TOY.problems("train", 1, seed=0)[0]
+    task, rng = ToyTask(p_middle=0.6, p_invalid=0.0), np.random.default_rng(1)
+    words = [a for _ in range(600) for a in task.parse(task.demonstration(p, 2, rng), 2)]
+    assert 660 < words.count("middle") < 780 and 180 < words.count("left") < 300 and 180 < words.count("right") < 300
+    def uniform(rng):   # the demonstrations before p_middle existed
+        from tasks.toy import INVALID_WORDS, WORDS
+        return TOY.format_answers([INVALID_WORDS[rng.integers(len(INVALID_WORDS))] if rng.random() < TOY.p_invalid
+                                   else WORDS[rng.integers(len(WORDS))] for _ in range(3)])
+    assert [TOY.demonstration(p, 3, np.random.default_rng(s)) for s in range(20)] == \
+        [uniform(np.random.default_rng(s)) for s in range(20)]
+    with pytest.raises(ValueError, match="p_middle must be in"):
+        ToyTask(p_middle=1.5)
+
+
 # --- toy scores -----------------------------------------------------------------------------------------------
 def test_toy_scores_and_solved():
     p = TOY.problems("train", 1, seed=0)[0]
