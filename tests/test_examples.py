@@ -1,7 +1,10 @@
-"""examples/toy.py: the authors' smallest demonstration through this repository's estimators and loss."""
+"""examples/toy.py: the authors' smallest demonstration through this repository's estimators and loss; and
+examples/toy_gpt.py, the same toy through the GPT."""
 import os
 import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -13,3 +16,22 @@ def test_the_toy_example_prints_the_compromise_and_the_corners():
     assert "learns compromise (0.6, 0.6)" in grpo and grpo.endswith("0.60")     # GRPO: the compromise, 0.6
     assert "corner (1, 0), corner (0, 1) " in vpo2 and vpo2.endswith("0.75")    # VPO, 2 slots: both corners
     assert "compromise" in vpo3 and "corner (0, 1)" in vpo3 and vpo3.endswith("0.76")  # 3 slots: the optimum
+
+
+def test_the_toy_through_the_gpt_prints_a_line_per_method(tmp_path, monkeypatch, capsys):
+    """examples/toy_gpt.py end to end, its warm start and RL cut short: the warm start's line, then GRPO's (one
+    answer), VPO's and Multi-RLVR with the max's (m answers), each with its set, w*ᵀr and E_w. What the full
+    settings learn over 10 seeds is pinned on the committed runs (tests/test_verdicts.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import toy_gpt
+    monkeypatch.setattr(toy_gpt, "SFT", ("--sft_steps", "4", "--sft_batch_size", "8", "--sft_lr", "3e-3"))
+    assert toy_gpt.main(["--steps", "2", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" m=")[0].strip() for line in lines[1:5]] == ["warm start", "GRPO", "VPO",
+                                                                      "Multi-RLVR with the max"]
+    assert " m=1: " in lines[2] and all(" m=2: " in line for line in (lines[1], lines[3], lines[4]))
+    assert all("w*ᵀr of its best answer" in line and "E_w[max over its answers]" in line for line in lines[1:5])
+    assert sorted(os.listdir(tmp_path)) == ["base", "grpo-m2-s0", "multi_rlvr_max-m2-s0", "vpo-m2-s0"]
+    assert toy_gpt.set_value(["left", "right"]) == pytest.approx(0.75, abs=1e-6)
+    assert toy_gpt.set_value(["left", "middle"]) == pytest.approx(0.68, abs=1e-6)
+    assert toy_gpt.set_value(["left", "right", "middle"]) == pytest.approx(0.76, abs=1e-6)
