@@ -46,6 +46,8 @@ def get_parser():
     p.add_argument("--steps", type=int, default=200, help="RL steps of each method")
     p.add_argument("--seed", type=int, default=0, help="RL seed of every method (the warm start is shared)")
     p.add_argument("--out", default="out/toy-gpt", help="directory of the warm start and the three runs")
+    p.add_argument("--read", metavar="RUNS", help="instead: the sets every checkpoint RUNS/*/ckpt.pt writes (a "
+                   "results.compare runs directory), printed and written to RUNS/sets.json")
     return p
 
 
@@ -87,9 +89,29 @@ def line(label, m, sets):
             f"w*ᵀr of its best answer {best:.2f}   E_w[max over its answers] {set_value(words):.2f}")
 
 
+def read_sets(runs, task):
+    """{run name: {"m": m, "sets": [[answers, count], ...] most common first}} of every run under runs (its
+    summary.json's m), at the settings of learned_sets; written to runs/sets.json."""
+    found = {}
+    for name in sorted(os.listdir(runs)):
+        ckpt, summary = os.path.join(runs, name, "ckpt.pt"), os.path.join(runs, name, "summary.json")
+        if os.path.isfile(ckpt) and os.path.isfile(summary):
+            with open(summary) as f:
+                m = json.load(f)["metrics"]["m"]
+            sets = learned_sets(ckpt, task, m)
+            found[name] = {"m": m, "sets": [[list(words), n] for words, n in sets.most_common()]}
+            print(line(name, m, sets))
+    with open(os.path.join(runs, "sets.json"), "w") as f:
+        json.dump(found, f, indent=1)
+    return found
+
+
 def main(argv=None):
     args = get_parser().parse_args(argv)
     task = make_task("toy", list(TASK_OPT))
+    if args.read:
+        read_sets(args.read, task)
+        return 0
     t0 = time.perf_counter()
     print(f"toy through the GPT: {args.steps} RL steps per method from one warm start, sampled at T = 0.7 on 32 "
           f"held-out problems")
