@@ -1,10 +1,13 @@
 """examples/verl_vpo.py through veRL's own entry points, on CPU: the registry (get_adv_estimator_fn), the dispatch of
 ray_trainer.compute_advantage on a DataProto, the v1 trainer's advantage step (PPOTrainer._compute_advantage, its
-TransferQueue replaced by a dictionary) and the custom reward function's loader. The batch (tests/verl_batch.py) is
-grouped by uid and shuffled, with a rollout without a valid answer and a flat group; the reference is
-vpo.vpo_advantages. Skipped without veRL, unless VPO_REQUIRE_INTEGRATIONS is set (CI): then a missing veRL fails."""
+TransferQueue replaced by a dictionary), the custom reward function's loader, and the launch's Ray hook. The batch
+(tests/verl_batch.py) is grouped by uid and shuffled, with a rollout without a valid answer and a flat group; the
+reference is vpo.vpo_advantages. Skipped without veRL, unless VPO_REQUIRE_INTEGRATIONS is set (CI): then a missing
+veRL fails."""
 import importlib
 import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -125,3 +128,27 @@ def test_veRLs_loader_calls_the_reward_function_with_the_reward_kwargs():
     got = [fn(data_source="vpo-toy", solution_str=text, ground_truth=gt, extra_info={"num_turns": None})["score"]
            for text, gt in zip(batch.texts, batch.ground_truths)]
     assert np.allclose(got, batch.reference_R.numpy(), atol=1e-6)
+
+
+HOOK = """
+import ray
+ray.init(num_cpus=1, include_dashboard=False, runtime_env={"worker_process_setup_hook": "verl_vpo.register"})
+
+@ray.remote
+class Runner:  # where veRL's trainer runs: a Ray actor, in a process of its own
+    def estimator(self):
+        from verl.trainer.ppo import core_algos
+        fn = core_algos.get_adv_estimator_fn("vpo")
+        return fn.__module__ + "." + fn.__qualname__
+
+print(ray.get(Runner.remote().estimator.remote()))
+ray.shutdown()
+"""
+
+
+def test_the_launch_hook_registers_vpo_in_a_ray_actor():
+    """docs/verl.md's launch: with examples/ on PYTHONPATH and verl_vpo.register as Ray's worker_process_setup_hook,
+    an actor (where veRL's TaskRunner runs the trainer) finds "vpo" in its registry. A local Ray on CPU."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "examples"), ROOT]), OMP_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-c", HOOK], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "verl_vpo.vpo_advantage", p.stderr[-2000:]
