@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 import sys
@@ -59,18 +60,22 @@ class Settings:
     seed: int = 0
 
     def __post_init__(self):
-        def whole(x):
-            return isinstance(x, int) and not isinstance(x, bool)
+        def whole(x):  # numpy's integers too (a row read back through pandas holds them)
+            return isinstance(x, numbers.Integral) and not isinstance(x, bool)
         vpo.check_arg(isinstance(self.task, str) and is_task_name(self.task), "task",
                       "toy, maze, code or MODULE:CLASS", repr(self.task))
         vpo.check_arg(whole(self.num_answers) and self.num_answers >= 1, "num_answers", "an int >= 1",
                       repr(self.num_answers))
         vpo.check_arg(whole(self.num_weights) and self.num_weights >= 1, "num_weights", "an int >= 1",
                       repr(self.num_weights))
-        vpo.check_arg(isinstance(self.alpha, (int, float)) and not isinstance(self.alpha, bool)
+        vpo.check_arg(isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool)
                       and 0 < self.alpha < math.inf, "alpha", "finite and > 0", repr(self.alpha))
         vpo.check_arg(whole(self.seed) and self.seed >= 0, "seed", "an int >= 0", repr(self.seed))
-        object.__setattr__(self, "task_opt", tuple(self.task_opt))
+        opts = (self.task_opt,) if isinstance(self.task_opt, str) else self.task_opt   # one KEY=VALUE, or several
+        plain = {"task_opt": tuple(map(str, opts)), "num_answers": int(self.num_answers),
+                 "num_weights": int(self.num_weights), "alpha": float(self.alpha), "seed": int(self.seed)}
+        for name, value in plain.items():   # Python's own types, whatever the row was read with
+            object.__setattr__(self, name, value)
 
     @classmethod
     def of(cls, extra_info=None, options=None):
@@ -88,7 +93,7 @@ def cached_task(name, task_opt):
     """The task, built once per process: get_task(name, **options), task_opt's KEY=VALUE read as train.py reads
     them (runs.cli.parse_task_options). ValueError for an unknown task or a bad option."""
     try:
-        return get_task(name, **parse_task_options([str(item) for item in task_opt]))
+        return get_task(name, **parse_task_options(list(task_opt)))
     except (UsageError, TypeError) as e:
         raise ValueError(f"task {name}: {e}") from None
 
@@ -114,7 +119,7 @@ def problem_from_json(task, text):
         vpo.check_arg(dataclasses.is_dataclass(cls), "ground_truth", f"a problem class of {type(task).__module__}",
                       repr(data["type"]))
         return cls(**{k: tuples(v) for k, v in data["fields"].items()})
-    except (TypeError, KeyError, json.JSONDecodeError) as e:
+    except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as e:
         raise ValueError(f"ground_truth must be problem_json's text of a {task.name} problem: {e}") from None
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -46,7 +47,11 @@ def test_the_weights_depend_on_the_problem_and_the_seed_only():
 
 
 def test_reward_kwargs_override_the_rows_settings():
-    """veRL's reward_kwargs reach compute_score as keyword arguments and win over the row's extra_info["vpo"]."""
+    """veRL's reward_kwargs reach compute_score as keyword arguments and win over the row's extra_info["vpo"]; a
+    row read back with numpy's numbers (pandas) gives the same settings, in Python's types."""
+    read_back = {**SETTINGS, "num_answers": np.int64(M), "alpha": np.float64(1.0), "task_opt": np.array([], str)}
+    assert verl_vpo.Settings.of({"vpo": read_back}) == verl_vpo.Settings.of({"vpo": SETTINGS})
+    assert type(verl_vpo.Settings.of({"vpo": read_back}).num_answers) is int
     gt = verl_vpo.problem_json(ToyProblem(7))
     text = "<answer1>left</answer1><answer2>right</answer2><answer3>middle</answer3>"
     info = {"vpo": dict(SETTINGS)}
@@ -88,7 +93,8 @@ def test_any_text_scores_and_junk_scores_zero():
     """Model output is untrusted: junk, code, huge and odd strings score 0 and never raise."""
     gt = verl_vpo.problem_json(ToyProblem(7))
     junk = ["", "<answer1>", "<answer1></answer1>" * 5, "__import__('os').system('true')", "\x00\udcff" * 100,
-            "<answer1>" * 10_000 + "left", "<answer1><answer2>left</answer2></answer1>", "ümlaut <answer1>ü</answer1>"]
+            "<answer1>" * 10_000 + "left", "<answer1><answer2>left</answer2></answer1>",
+            "ümlaut <answer1>ü</answer1>"]
     for text in junk:
         out = verl_vpo.compute_score("vpo-toy", text, gt, {"vpo": dict(SETTINGS)})
         assert out["score"] == 0.0 and out["best_deploy"] == 0.0, text[:40]
