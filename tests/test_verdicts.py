@@ -416,3 +416,41 @@ def test_search_heldout_md_warm_start_at_three_answers_is_what_its_files_give():
             three = " / ".join(str(sum(p in s for s in found)) for p in (868, 1305, 2532))
             assert (f"| {label} | {how} | {' '.join(str(len(s)) for s in found)} | "
                     f"{sum(map(len, found)) / 10:.1f} | {three} |") in text
+
+
+README_RESULTS = os.path.join(compare.ROOT, "results", "README.md")
+
+
+def modal_set_counts(sets):
+    """{arm slug: Counter of the set its runs write most often, named as results/README.md's toy table names them}."""
+    from collections import Counter
+    names = {("left", "right"): "both corners", ("left", "middle"): "a corner and the compromise",
+             ("middle", "right"): "a corner and the compromise", ("middle",): "the compromise"}
+    counts = {}
+    for run, found in sets.items():
+        words = tuple(sorted(found["sets"][0][0]))
+        counts.setdefault(run.rsplit("-s", 1)[0], Counter())[names.get(words, "other")] += 1
+    return counts
+
+
+@pytest.mark.parametrize("m", [2])
+def test_the_toy_sets_are_what_results_readme_says(m):
+    """results/README.md's toy at m answers: VPO − Multi-RLVR with the max in E_w[best@m] over the 10 seeds (mean,
+    interval, exact p, leave-one-out), and the table of the sets each run writes most often (sets.json)."""
+    with open(README_RESULTS, encoding="utf-8") as f:
+        text = f.read()
+    from results.runstats import differences_comparison
+    runs = runs_of(f"toy_sets_m{m}")
+    ds = paired(runs, "VPO", "Multi-RLVR with the max", "E_w[best@k]", step=200)[1][m]
+    mean, interval, p = run_level(ds, "VPO", "Multi-RLVR with the max")[:3]
+    claim = f"is {mean} {interval}, exact p {float(p):.2g} over {len(ds)} seeds".replace("-", "−")
+    assert claim in text.replace("\n", " "), claim
+    loo = max(differences_comparison(ds[:i] + ds[i + 1:]).p for i in range(len(ds)))
+    assert f"keeps p at most {loo:.3f}" in text.replace("\n", " "), loo
+    with open(os.path.join(compare.ROOT, "results", "runs", f"toy-sets-m{m}", "sets.json"), encoding="utf-8") as f:
+        counts = modal_set_counts(json.load(f))
+    rows = {"GRPO (one answer)": "grpo", "VPO": "vpo", "Multi-RLVR with the max": "multi_rlvr_max"}
+    for label, slug in rows.items():
+        cells = [counts[slug].get(k, 0) for k in ("both corners", "a corner and the compromise", "the compromise")]
+        row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
+        assert [int(c) if c.strip() != "-" else 0 for c in row.split("|")[2:5]] == cells, (label, row, cells)
