@@ -108,6 +108,7 @@ def read_sets(runs, task):
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
+    torch.set_num_threads(1)   # as results.compare's runs train: seed s here is seed s of toy_sets_m2.json
     task = make_task("toy", list(TASK_OPT))
     if args.read:
         read_sets(args.read, task)
