@@ -433,12 +433,14 @@ def modal_set_counts(sets):
     return counts
 
 
-@pytest.mark.parametrize("m", [2])
+@pytest.mark.parametrize("m", [2, 3])
 def test_the_toy_sets_are_what_results_readme_says(m):
     """results/README.md's toy at m answers: VPO − Multi-RLVR with the max in E_w[best@m] over the 10 seeds (mean,
     interval, exact p, leave-one-out), and the table of the sets each run writes most often (sets.json)."""
     with open(README_RESULTS, encoding="utf-8") as f:
         text = f.read()
+    text = text[text.index(f"**At m = {m}"):]
+    text = text[:min(i for i in (text.find("**At m =", 1), text.find("\n## ")) if i > 0)]
     from results.runstats import differences_comparison
     runs = runs_of(f"toy_sets_m{m}")
     ds = paired(runs, "VPO", "Multi-RLVR with the max", "E_w[best@k]", step=200)[1][m]
@@ -449,7 +451,8 @@ def test_the_toy_sets_are_what_results_readme_says(m):
     assert f"keeps p at most {loo:.3f}" in text.replace("\n", " "), loo
     with open(os.path.join(compare.ROOT, "results", "runs", f"toy-sets-m{m}", "sets.json"), encoding="utf-8") as f:
         counts = modal_set_counts(json.load(f))
-    rows = {"GRPO (one answer)": "grpo", "VPO": "vpo", "Multi-RLVR with the max": "multi_rlvr_max"}
+    rows = {"GRPO (one answer)": "grpo", "VPO": "vpo", "Multi-RLVR with the max": "multi_rlvr_max"} if m == 2 else {
+        "GRPO, one answer": "grpo", "VPO, three answers": "vpo", "Multi-RLVR with the max, three answers": "multi_rlvr_max"}
     for label, slug in rows.items():
         cells = [counts[slug].get(k, 0) for k in ("both corners", "a corner and the compromise", "the compromise")]
         row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
