@@ -110,6 +110,16 @@ def measure(model, task, problems, m, answers=48, temperature=0.7, seed=0, max_r
     return coverage(slots, written, task.deploy_weights)
 
 
+def sample_routes(model, task, problems, m, rollouts=2, temperature=0.7, seed=0):
+    """What a checkpoint writes: `rollouts` completions of each problem (the evaluation's streams), as
+    [{"problem": i, "rollout": g, "answers": [[route, [exit, gold, diamonds, no_lava]], ...]}, ...]."""
+    seeds = [step_seed(seed, i) for i in range(len(problems))]
+    _, _, texts, rewards, _ = rollout(model, task, problems, m, rollouts, temperature, seeds=seeds, amp=False)
+    return [{"problem": i, "rollout": g, "answers": [[y, [round(float(v), 3) for v in task.score(p, y)]]
+                                                     for y in task.parse(texts[i * rollouts + g], m)]}
+            for i, p in enumerate(problems) for g in range(rollouts)]
+
+
 def format_coverage(c):
     lines = [f"{c['mazes']} mazes, {c['written']} written answers, m = {c['m']}",
              "answers: " + "  ".join(f"{k} {v:.3f}" for k, v in c["answers"].items()),
@@ -133,6 +143,8 @@ def main(argv=None):
     ap.add_argument("--problems", type=COUNT, default=64, help="held-out mazes (the evaluation's first ones)")
     ap.add_argument("--answers", type=COUNT, default=48, help="answers per maze")
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
+    ap.add_argument("--routes", type=COUNT, default=None, metavar="K", help="also print, and keep in --json, two "
+                    "completions of each of the first K mazes: the routes and their reward vectors")
     try:
         args = ap.parse_args(argv)
         model, run, task, m = load_run(args.ckpt)
@@ -142,8 +154,14 @@ def main(argv=None):
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    c = measure(model, task, task.problems("test", args.problems, seed=0), m, args.answers)
+    problems = task.problems("test", args.problems, seed=0)
+    c = measure(model, task, problems, m, args.answers)
     print(format_coverage(c))
+    if args.routes:
+        c["routes"] = sample_routes(model, task, problems[:args.routes], m)
+        for r in c["routes"]:
+            print(f"maze {r['problem']} rollout {r['rollout']}: " + "  ".join(
+                f"{y or '(none)'} {v}" for y, v in r["answers"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(c, f, indent=1)

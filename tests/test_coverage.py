@@ -51,3 +51,32 @@ def test_coverage_refuses_a_checkpoint_of_another_task(tmp_path, capsys):
     assert coverage.main(["--ckpt", str(tmp_path / "toy" / "ckpt.pt")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "maze" in err and "\n" not in err
+
+
+def test_routes_are_the_completions_with_their_reward_vectors(tmp_path, capsys):
+    """--routes K: two completions of each of the first K mazes, each answer with the task's own reward vector, in
+    the printout and the JSON file; the evaluation's seeded streams, so the same call gives the same routes."""
+    import json
+    from runs.cli import load_run
+    argv = ["--task", "maze", "--algo", "vpo", "--sft_steps", "2", "--steps", "1", "--eval_every", "0", "--n_layer",
+            "1", "--n_head", "2", "--n_embd", "32", "--batch_size", "2", "--group_size", "4", "--sft_batch_size",
+            "8", "--eval_problems", "2", "--eval_answers", "48", "--no_base_eval", "--quiet", "--no_figures",
+            "--out_dir", str(tmp_path), "--run_name", "maze"]
+    assert train.main(argv) == 0
+    capsys.readouterr()
+    ckpt, out = str(tmp_path / "maze" / "ckpt.pt"), str(tmp_path / "c.json")
+    assert coverage.main(["--ckpt", ckpt, "--problems", "3", "--answers", "6", "--routes", "2", "--json", out]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("maze ")]
+    routes = json.load(open(out))["routes"]
+    assert [(r["problem"], r["rollout"]) for r in routes] == [(0, 0), (0, 1), (1, 0), (1, 1)] and len(printed) == 4
+    model, _, task, m = load_run(ckpt)
+    problems = task.problems("test", 2, seed=0)
+    for r in routes:
+        assert len(r["answers"]) == m
+        for y, v in r["answers"]:
+            assert v == pytest.approx(task.score(problems[r["problem"]], y).tolist(), abs=1e-3)
+    assert coverage.sample_routes(model, task, problems, m) == routes
+    from runs.seeding import step_seed
+    from sample import rollout
+    texts = rollout(model, task, problems, m, 2, 0.7, seeds=[step_seed(0, i) for i in range(2)], amp=False)[2]
+    assert [[y for y, _ in r["answers"]] for r in routes] == [task.parse(t, m) for t in texts]
