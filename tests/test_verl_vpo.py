@@ -150,5 +150,5 @@ def test_the_launch_hook_registers_vpo_in_a_ray_actor():
     """docs/verl.md's launch: with examples/ on PYTHONPATH and verl_vpo.register as Ray's worker_process_setup_hook,
     an actor (where veRL's TaskRunner runs the trainer) finds "vpo" in its registry. A local Ray on CPU."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "examples"), ROOT]), OMP_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-c", HOOK], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    p = subprocess.run([sys.executable, "-c", HOOK], capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     assert p.returncode == 0 and p.stdout.strip().splitlines()[-1] == "verl_vpo.vpo_advantage", p.stderr[-2000:]
