@@ -219,7 +219,9 @@ names (docs/metrics.md): best@k, the expected best w*ᵀr among k answers drawn 
   best under random weights w ~ Dir(1), averaged over w; pass@k, the chance that one of k answers solves; diversity,
   the mean pairwise L1 distance of the answers' reward vectors; distinct and valid, the share of answer slots that
   are not repeats and not empty; Pareto-optimal, the share of answers no other answer of the pool beats on every
-  dimension (its distinct reward vectors in brackets)."""
+  dimension (its distinct reward vectors in brackets); deploy reward and mean reward, the mean w*ᵀr and the mean of
+  each dimension per answer slot; reward dimensions (where shown), how alike the dimensions rank a problem's answers
+  (docs/when_vpo_helps.md)."""
 
 
 def format_table(metrics, label=""):
