@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, base_file, git, read_config, run_name, run_queue,
-                          train_entry, train_job)
+from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, check_warm_starts, committed, git, read_config,
+                          run_name, run_queue, seed_digests, train_entry, train_job)
 from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
                               run_args, search_lines, search_queue, validation_job, verdict_rows)
@@ -177,45 +177,6 @@ def check_stopped(setup):
                              f"of each evaluation step, among which its validation picks)")
 
 
-def committed(setup):
-    """{(arm slug, seed): summary.json} of the runs a configuration of record has committed in its "dir"."""
-    found = {}
-    for arm, seed in setup.runs() if setup.dir else ():
-        path = os.path.join(setup.dir, run_name(arm, seed), "summary.json")
-        if os.path.isfile(path):
-            found[arm.slug, seed] = read_json(path)
-    return found
-
-
-def seed_digests(setup):
-    """{seed: the weights digest of the warm start its committed runs started from}: a seed's runs are paired, so
-    its remaining arms must start from the same warm start. Committed runs of one seed that disagree: UsageError."""
-    digests = {}
-    for (slug, seed), summary in sorted(committed(setup).items(), key=lambda x: x[0][1]):
-        d = summary.get("warm_start")
-        if d and digests.setdefault(seed, d) != d:
-            raise UsageError(f"{setup.dir}: seed {seed}'s committed runs started from different warm starts "
-                             f"({digests[seed]}, {d}); they cannot be paired")
-    return digests
-
-
-def check_warm_starts(setup, out):
-    """Where the warm start is already cached here, it must be the one of every seed still to train that has
-    committed runs: otherwise one line, before anything runs (another kind of machine trains another warm start)."""
-    from runs.dirs import weights_digest
-    digests, done = seed_digests(setup), committed(setup)
-    todo = {seed for arm, seed in setup.runs() if (arm.slug, seed) not in done} & set(digests)
-    first = setup.arms[0]
-    base = base_file(setup.argv(first, setup.seeds_of(first)[0]), os.path.join(out, "runs"))
-    if todo and os.path.isfile(base):
-        here = weights_digest(base)
-        wrong = sorted(seed for seed in todo if digests[seed] != here)
-        if wrong:
-            raise UsageError(f"the warm start here ({base}, digest {here}) is not the one seed {wrong[0]}'s committed "
-                             f"runs in {setup.dir} started from ({digests[wrong[0]]}); train on a machine that "
-                             f"rebuilds it, or leave that seed out of \"seeds\"")
-
-
 def check_search_run(setup):
     """What the command can search: the trained arms' final weights and the warm start, at a budget evolve accepts,
     on a hard set that is committed or chosen by the screen."""
@@ -330,9 +291,10 @@ def read_runs(setup, out, report=False):
     for s in setup.stopped:
         for r in found.get(s["arm"], []):
             path = os.path.join(r["dir"], "validation.json")
-            metrics = at_step(r, stop_step(read_json(path))) if os.path.isfile(path) else None
+            t = stop_step(read_json(path)) if os.path.isfile(path) else None
+            metrics = t is not None and at_step(r, t)
             if metrics:   # the weights at t*, on the test problems, read at the run's last step
-                found.setdefault(s["label"], []).append({**r, "evals": [], "stopped_at": stop_step(read_json(path)),
+                found.setdefault(s["label"], []).append({**r, "evals": [], "stopped_at": t,
                                                          "summary": {**r["summary"], "metrics": metrics,
                                                                      "base_metrics": None}})
     return found

@@ -214,6 +214,48 @@ def base_file(argv, out_dir):
     return train.base_path(args, pick_device(args.device))
 
 
+def committed(setup):
+    """{(arm slug, seed): summary.json} of the runs a configuration of record has committed in its "dir"."""
+    found = {}
+    for arm, seed in setup.runs() if setup.dir else ():
+        path = os.path.join(setup.dir, run_name(arm, seed), "summary.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                found[arm.slug, seed] = json.load(f)
+    return found
+
+
+def seed_digests(setup):
+    """{seed: the weights digest of the warm start its committed runs started from}: a seed's runs are paired, so
+    its remaining arms must start from the same warm start. Committed runs of one seed that disagree: UsageError."""
+    from runs.cli import UsageError
+    digests = {}
+    for (slug, seed), summary in sorted(committed(setup).items(), key=lambda x: x[0][1]):
+        d = summary.get("warm_start")
+        if d and digests.setdefault(seed, d) != d:
+            raise UsageError(f"{setup.dir}: seed {seed}'s committed runs started from different warm starts "
+                             f"({digests[seed]}, {d}); they cannot be paired")
+    return digests
+
+
+def check_warm_starts(setup, out):
+    """Where the warm start is already cached here, it must be the one of every seed still to train that has
+    committed runs: otherwise one line, before anything runs (another kind of machine trains another warm start)."""
+    from runs.cli import UsageError
+    from runs.dirs import weights_digest
+    digests, done = seed_digests(setup), committed(setup)
+    todo = {seed for arm, seed in setup.runs() if (arm.slug, seed) not in done} & set(digests)
+    first = setup.arms[0]
+    base = base_file(setup.argv(first, setup.seeds_of(first)[0]), os.path.join(out, "runs"))
+    if todo and os.path.isfile(base):
+        here = weights_digest(base)
+        wrong = sorted(seed for seed in todo if digests[seed] != here)
+        if wrong:
+            raise UsageError(f"the warm start here ({base}, digest {here}) is not the one seed {wrong[0]}'s committed "
+                             f"runs in {setup.dir} started from ({digests[wrong[0]]}); train on a machine that "
+                             f"rebuilds it, or leave that seed out of \"seeds\"")
+
+
 def cache_key(path):
     """The warm-start cache key of a base's ckpt.pt path (runs.dirs.base_dir: TASK-DIGEST of what it was trained
     with, never where)."""
