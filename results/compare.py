@@ -31,8 +31,8 @@ from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, check_warm_starts, c
 from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
                               run_args, search_lines, search_queue, validation_job, verdict_rows)
-from results.tables import (RUN_HEADER, at_step, base_metrics, eval_steps, metric_lines, paired, paired_lines,
-                            read_json, read_run, run_level, run_note, table)
+from results.tables import (RUN_HEADER, at_step, base_metrics, decision_lines, eval_steps, metric_lines, paired,
+                            paired_lines, read_json, read_run, run_level, run_note, table, written_lines)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
@@ -398,6 +398,7 @@ def write_report(setup, out, command, started, failed=(), report=False):
                        verdict_rows(setup, found, where) if len(where) > 1 else []) + [""]
     else:
         lines += verdict_lines(runs, pairs_of(setup, runs), key)
+        lines += decision_lines(runs, setup.decide, key) if setup.decide else []
     lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""] if key != "solved" else []
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
@@ -408,7 +409,9 @@ def write_report(setup, out, command, started, failed=(), report=False):
         lines += paired_lines(runs, b, a, m, f"### {b} − {a}, {METRICS[m]}")
     if setup.search:
         lines += search_section(setup, found, where, out)
-    drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png"
+    lines += written_lines(runs)
+    drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png" + (
+        ") ![each pair per run](differences.png" if setup.decide else "")
     lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
               f"![{METRICS[key]}]({drawn})", ""]
     os.makedirs(out, exist_ok=True)
@@ -417,6 +420,9 @@ def write_report(setup, out, command, started, failed=(), report=False):
     elif runs and key != "solved":
         from results.figures import compare_figures
         compare_figures(runs, bases, out, title, key)
+        if setup.decide:
+            from results.figures import decided_figure
+            decided_figure(runs, setup.decide, key, os.path.join(out, "differences.png"))
     with open(os.path.join(out, "compare.md.tmp"), "w") as f:
         f.write("\n".join(lines))
     os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))

@@ -1,12 +1,13 @@
 """
 The figures of results.compare: pooled best@k (or the --metric) against k at the last step and along training
-(compare_figures), and problems solved per run against the budget, search and sampling side by side (strip_figure).
+(compare_figures), problems solved per run against the budget, search and sampling side by side (strip_figure), and
+each pair of a plan's decision per run (decided_figure).
 """
 import os
 
 import numpy as np
 
-from results.tables import at_step, eval_steps, value
+from results.tables import at_step, eval_steps, pair_values, value
 from runs.plots import plt
 
 
@@ -74,3 +75,35 @@ def strip_figure(counts, budgets, path, title):
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def differences_figure(pairs, matters, path, title):
+    """One point per seed: each pair's difference A − B (pairs: {name: {seed: difference}}), the mean a bar, zero a
+    line, ±matters (the smallest difference that matters) a band."""
+    fig, ax = plt.subplots(figsize=(6.5, 0.55 * len(pairs) + 1.4))
+    for i, (name, ds) in enumerate(pairs.items()):
+        y = len(pairs) - 1 - i
+        ax.scatter(list(ds.values()), [y] * len(ds), s=16, color=f"C{i}", alpha=0.8, zorder=3)
+        ax.plot([np.mean(list(ds.values()))] * 2, [y - 0.25, y + 0.25], color=f"C{i}", lw=2.5, zorder=3)
+    ax.axvline(0, color="0.3", lw=1)
+    if matters:
+        ax.axvspan(-matters, matters, color="0.85", zorder=0, label=f"within ±{matters:g} (does not matter)")
+        ax.legend(fontsize=7, loc="lower right")
+    ax.set_yticks(range(len(pairs)), list(pairs)[::-1], fontsize=8)
+    ax.set_ylim(-0.6, len(pairs) - 0.4)
+    _label(ax, title, "difference per training run (one point per seed; bar: mean)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def decided_figure(runs, decide, key, path):
+    """Each pair of the decision, one point per seed (figures.differences_figure)."""
+    pairs = {}
+    for pair in decide["pairs"] + decide.get("secondary", []):
+        a, b, metric, ds = pair_values(runs, pair, key, decide["k"])
+        if ds:
+            pairs[f"{a} − {b}" + (f", {metric}" if metric != key else "")] = ds
+    if pairs:
+        differences_figure(pairs, decide.get("matters"), path, f"{key.replace('@k', '@' + str(decide['k']))}, "
+                           "each pair per run")

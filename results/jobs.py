@@ -47,6 +47,7 @@ class Setup:
     search: dict = None
     pairs: tuple = ()
     stopped: tuple = ()
+    decide: dict = None
 
     def argv(self, arm, seed):
         """train.py's command line of one run, without --out_dir; an arm's first run also evaluates the base."""
@@ -68,7 +69,8 @@ def run_name(arm, seed):
 
 KEYS = {"about": str, "task": str, "task_opt": list, "seeds": list, "steps": int, "eval_every": int, "flags": list,
         "arms": list, "dir": str, "metric": str, "search": dict, "pairs": list,
-        "stopped": list}
+        "stopped": list, "decide": dict}
+DECIDE_KEYS = {"about": str, "k": int, "matters": float, "pairs": list, "secondary": list, "growth": int}
 METRICS = {"pooled_best@k": "pooled best@k", "best@k": "best@k (whole rollouts)", "pass@k": "pass@k (whole rollouts)",
            "E_w[best@k]": "E_w[best@k]", "solved": "problems solved by search"}   # the headlines --metric may choose
 ARM_KEYS = {"label": str, "slug": str, "flags": list, "seeds": list, "dir": str}
@@ -136,9 +138,17 @@ def read_config(path):
     pairs = c.get("pairs", [])
     if not all(isinstance(p, list) and len(p) == 2 and set(p) <= labels and p[0] != p[1] for p in pairs):
         raise UsageError(f"--config {path}: \"pairs\" are [A, B] of two different arms' labels")
+    decide = c.get("decide")
+    if decide is not None:
+        checked(decide, DECIDE_KEYS, "\"decide\"", ("k", "pairs"))
+        if not all(isinstance(p, list) and len(p) in (2, 3) and set(p[:2]) <= labels and p[0] != p[1]
+                   and p[2:] in ([], ["pooled_best@k"], ["best@k"], ["pass@k"], ["E_w[best@k]"])
+                   for p in decide["pairs"] + decide.get("secondary", [])):
+            raise UsageError(f"--config {path}: \"decide\" pairs are [A, B] or [A, B, metric] of two different arms' "
+                             f"labels and one of {', '.join(m for m in METRICS if m != 'solved')}")
     return Setup(tuple(arms), tuple(c["seeds"]), tuple(train_args), c.get("dir") and os.path.join(ROOT, c["dir"]),
                  metric=c.get("metric"), search=c.get("search"), pairs=tuple(map(tuple, pairs)),
-                 stopped=tuple(stopped))
+                 stopped=tuple(stopped), decide=decide)
 
 
 SEARCH_KEYS = {"about": str, "budgets": list, "hard": str, "problems": int, "screen": int, "rule": str,

@@ -1,14 +1,16 @@
 """
 The tables of results.compare: reading a finished run back (read_run: summary.json and eval.jsonl), mean ± std over
-runs, paired differences per step and k with the run-level columns (results/runstats.py), and each metric along
-training.
+runs, paired differences per step and k with the run-level columns (results/runstats.py), each metric along
+training, a plan's decision (decision_lines: families of pairs under Holm's rule) and what each arm writes
+(written_lines, from results.coverage's files).
 """
 import json
 import os
 
 import numpy as np
 
-from results.runstats import differences_comparison, signed, smallest_p
+from results.runstats import (detectable_difference, differences_comparison, holm_adjusted, sign_flip_p, signed,
+                              smallest_p)
 
 
 def read_json(path):
@@ -152,3 +154,104 @@ def metric_lines(runs, bases, captions):
                 rows.append([label, str(step), str(len(got))] + [pm([value(m, key, k) for m in got]) for k in ks])
         lines += [caption, ""] + table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows) + [""] if ks else []
     return lines
+
+
+def holm_reading(c, holm_p, matters=None, alpha=0.05):
+    """A pair's verdict after Holm's rule (holm_p: its adjusted p). A difference Holm rejects but below `matters` (the
+    plan's smallest difference that matters) says so; one not separated whose interval lies within ±matters says
+    that instead."""
+    if holm_p > alpha and c.p <= alpha:
+        return "not separated (Holm)"
+    if holm_p <= alpha:
+        return c.reading + (f", below the {matters:g} that matters" if matters and abs(c.mean) < matters else "")
+    within = matters and -matters < c.low and c.high < matters
+    return c.reading + (f"; the interval lies within ±{matters:g}" if within else "")
+
+
+def pair_values(runs, pair, key, k):
+    """(A label, B label, metric, {seed: A − B}) of a pair [A, B] or [A, B, metric] at the run's last step, k."""
+    a, b, metric = (*pair, key)[:3]
+    seeds, diffs = paired(runs, a, b, metric, ks=[k])
+    return a, b, metric, dict(zip(seeds, diffs[k]))
+
+
+def family_rows(runs, pairs, key, k, family, matters):
+    """The decision's rows of one family of pairs, Holm's rule within it; pairs without two finished seeds are left
+    out. A row: pair, family, metric@k, runs, mean, interval, exact p, Holm's p, reading, the range of p with each
+    run left out in turn, the difference 80% power finds at Holm's first level (alpha over the family's size)."""
+    tested = [(a, b, m, d) for a, b, m, d in (pair_values(runs, p, key, k) for p in pairs) if len(d) >= 2]
+    cs = [differences_comparison(list(d.values()), a, b) for a, b, _, d in tested]
+    rows = []
+    for (a, b, m, d), c, holm_p in zip(tested, cs, holm_adjusted([c.p for c in cs])):
+        ds = list(d.values())
+        left = [sign_flip_p(ds[:i] + ds[i + 1:]) for i in range(len(ds))] if len(ds) > 2 else []
+        found = detectable_difference(float(np.std(ds, ddof=1)), len(ds), alpha=0.05 / len(cs))
+        rows.append([f"{a} − {b}", family, f"{m.replace('@k', f'@{k}')}", str(len(ds)), signed(c.mean),
+                     f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", f"{holm_p:.3g}",
+                     holm_reading(c, holm_p, matters), f"{min(left):.3g}-{max(left):.3g}" if left else "-",
+                     "-" if found is None else f"{found:.3f}"])
+    return rows
+
+
+def decision_lines(runs, decide, key):
+    """The plan's decision (a configuration's "decide": k, matters, pairs, secondary, growth): each family of pairs
+    under Holm's rule at the runs' last step (family_rows); per deciding pair each seed's difference at k minus at
+    the growth k (the gap's growth with k, no test); each arm's diversity and its steps t*."""
+    k, matters = decide["k"], decide.get("matters")
+    rows = family_rows(runs, decide["pairs"], key, k, "deciding", matters) + \
+        family_rows(runs, decide.get("secondary", []), key, k, "secondary", matters)
+    if not rows:
+        return []
+    lines = ["## The decision", "",
+             f"The plan's pairs at each run's last step (an arm stopped early: at its t*), runs paired by seed. Holm's "
+             "rule holds within each family; \"leaving one run out\" is the range of the exact p with each seed left "
+             "out in turn; \"found with 80% power\" is the difference these runs would find at Holm's first level, "
+             "from their own spread." + (f" The smallest difference that matters is {matters:g}." if matters else ""),
+             ""]
+    lines += table(["pair", "family", "metric", "runs", "mean", "95% interval", "p (exact)", "p (Holm)", "reading",
+                    "leaving one run out", "found with 80% power"], rows, note=None) + [""]
+    low = decide.get("growth")
+    if low:
+        growth = []
+        for pair in decide["pairs"]:
+            a, b, m, high = pair_values(runs, pair, key, k)
+            base = pair_values(runs, pair, key, low)[3]
+            ds = {s: high[s] - base[s] for s in high if s in base}
+            growth += [[f"{a} − {b}", " ".join(f"{d:+.3f}" for d in ds.values()),
+                        signed(float(np.mean(list(ds.values()))))]] if ds else []
+        lines += [f"The gap's growth with k (a description): each seed's difference at k = {k} minus at k = {low}, in "
+                  "seed order, then the mean.", ""] + table(["pair", "per seed", "mean"], growth, note=None) + [""]
+    described = [[label, str(len(rs)), pm([r["summary"]["metrics"].get("diversity") for r in rs]),
+                  " ".join(str(r["stopped_at"]) for r in rs if "stopped_at" in r) or "-"] for label, rs in runs.items()]
+    return lines + ["Each arm at its last step (an arm stopped early: at t*): reward-space diversity, mean ± std "
+                    "over runs, and the steps t* in seed order.", ""] + \
+        table(["arm", "runs", "diversity", "t*"], described) + [""]
+
+
+COVERAGE = {False: "coverage-final.json", True: "coverage-stopped.json"}   # results.coverage's files in a run dir
+
+
+def written_lines(runs, problems=4, seed=None):
+    """What each arm writes, from the coverage files kept in its run directories (results.coverage --routes K: the
+    final weights' and, for an arm stopped early, t*'s): the share of answers of each kind, mean over runs, then the
+    first rollout's answers and reward vectors on the first `problems` report problems, in one seed's run."""
+    got = {label: [(r, read_json(os.path.join(r["dir"], COVERAGE["stopped_at" in r]))) for r in rs
+                   if os.path.isfile(os.path.join(r["dir"], COVERAGE["stopped_at" in r]))] for label, rs in runs.items()}
+    got = {label: cs for label, cs in got.items() if cs}
+    if not got:
+        return []
+    kinds = list(next(iter(got.values()))[0][1]["answers"])
+    lines = ["## What each arm writes", "", "The share of written answers of each kind (results/coverage.py), mean over "
+             "runs:", ""]
+    lines += table(["arm", "runs", *kinds], [[label, str(len(cs)), *(f"{np.mean([c['answers'][x] for _, c in cs]):.2f}"
+                                                                      for x in kinds)] for label, cs in got.items()],
+                   note=None) + [""]
+    rows = []
+    for label, cs in got.items():
+        r, c = next(((r, c) for r, c in cs if r["seed"] == seed), cs[0])
+        for route in c.get("routes", []):
+            if route["rollout"] == 0 and route["problem"] < problems:
+                rows.append([label, str(r["seed"]), str(route["problem"]), "<br>".join(
+                    f"`{text}` {[round(x, 2) for x in vector]}" for text, vector in route["answers"])])
+    return lines + ([f"The first rollout on report problems 0-{problems - 1}: each answer and its reward vector.", ""]
+                    + table(["arm", "seed", "problem", "answers"], rows, note=None) + [""] if rows else [])

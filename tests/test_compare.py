@@ -278,6 +278,10 @@ def write_config(tmp_path, **change):
     ({"stopped": [{"arm": "GRPO", "label": "VPO"}]}, [], "\"stopped\" holds"),
     ({"metric": "solved"}, [], "\"solved\" needs a \"search\""),
     ({"search": {"budgets": [8], "hard": "x", "pairs": [["vpo", "ppo"]]}}, [], "search pair vpo − ppo"),
+    ({"decide": {"pairs": [["VPO", "GRPO"]]}}, [], "\"decide\": no 'k'"),
+    ({"decide": {"k": 48, "pairs": [["VPO", "PPO"]]}}, [], "\"decide\" pairs are [A, B] or [A, B, metric]"),
+    ({"decide": {"k": 48, "pairs": [["VPO", "GRPO", "solved"]]}}, [], "\"decide\" pairs are"),
+    ({"decide": {"k": 48, "pairs": [], "matters": "a lot"}}, [], "'matters' is not float"),
 ])
 def test_a_bad_configuration_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch, change, extra, message):
     monkeypatch.setattr(compare, "run_all", lambda *a, **k: pytest.fail("a bad configuration was trained"))
@@ -302,6 +306,8 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
               "dir": str(tmp_path / "committed"),
               "stopped": [{"arm": "GRPO", "label": "GRPO stopped early"}, {"arm": "VPO", "label": "VPO stopped early"}],
               "pairs": [["VPO stopped early", "GRPO stopped early"]],
+              "decide": {"k": 2, "matters": 0.02, "pairs": [["VPO", "GRPO"]], "growth": 1,
+                         "secondary": [["VPO stopped early", "GRPO stopped early", "E_w[best@k]"]]},
               "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
                        {"label": "VPO", "slug": "vpo", "flags": ["--algo", "vpo"]}]}
     path, out = tmp_path / "c.json", tmp_path / "out"
@@ -315,6 +321,10 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
         assert summary["commit"] and len(summary["warm_start"]) == 8
     text = (out / "compare.md").read_text()
     assert "| VPO stopped early − GRPO stopped early |" in text and "GRPO's weights at its best step" in text
+    decision = text[text.index("## The decision"):text.index("## Configuration")]
+    assert "| VPO − GRPO | deciding | pooled_best@2 | 2 |" in decision
+    assert "| VPO stopped early − GRPO stopped early | secondary | E_w[best@2] | 2 |" in decision
+    assert "The gap's growth with k" in decision and (out / "differences.png").is_file()
     # seed 0 committed: a fresh --out trains seed 1 only
     for name in ("grpo-s0", "vpo-s0"):
         os.makedirs(tmp_path / "committed" / name)
@@ -336,3 +346,76 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
     path.write_text(json.dumps({**config, "flags": TINY[6:]}))
     assert compare.main(["--config", str(path), "--out", str(tmp_path / "out3")], in_process=True) == 2
     assert "needs --keep_eval_ckpts" in capsys.readouterr().err
+
+
+def scored(seed, best, ew=None, diversity=0.1, stopped_at=None):
+    """A hand-made finished run scored at its last step: pooled best@k {k: value} (and E_w[best@k])."""
+    r = {"seed": seed, "dir": "nowhere", "evals": [],
+         "summary": {"args": {"steps": 10}, "metrics": {"pooled_best@k": best, "E_w[best@k]": ew or best, "m": 1,
+                                                         "diversity": diversity}}}
+    return {**r, "stopped_at": stopped_at} if stopped_at is not None else r
+
+
+def exact_p(ds):
+    """The sign-flip p by brute force: the share of the 2^n sign patterns whose |mean| reaches the observed one."""
+    import itertools
+    means = [abs(np.mean([s * d for s, d in zip(signs, ds)])) for signs in itertools.product((1, -1), repeat=len(ds))]
+    return np.mean([m >= abs(np.mean(ds)) - 1e-12 for m in means])
+
+
+def test_the_decision_holds_each_family_under_holm_as_by_hand():
+    """decision_lines: the deciding pairs under Holm's rule, each p by brute force, Holm by hand (the smaller p times
+    two, the larger at least that), the p with each seed left out, the readings (ahead, not separated after Holm,
+    below what matters, within ±matters), the gap's growth with k and each arm's t*."""
+    from results.tables import decision_lines, family_rows
+    up = [0.05, 0.06, 0.04, 0.07, 0.03, 0.08, 0.05]            # VPO − GRPO at k = 48: 7 of one sign
+    mixed = [0.01, -0.005, 0.02, 0.015, -0.01, 0.005, -0.02]   # VPO − Max@k
+    grpo = [scored(s, {"3": 0.4, "48": 0.5}) for s in range(7)]
+    vpo = [scored(s, {"3": 0.41, "48": 0.5 + up[s]}, diversity=0.3) for s in range(7)]
+    mx = [scored(s, {"3": 0.41, "48": 0.5 + up[s] - mixed[s]}) for s in range(7)]
+    runs = {"GRPO": grpo, "VPO": vpo, "Max@k": mx,
+            "VPO stopped early": [{**r, "stopped_at": 250 * (1 + r["seed"] % 4)} for r in vpo]}
+    decide = {"k": 48, "matters": 0.1, "pairs": [["VPO", "Max@k"], ["VPO", "GRPO"]], "growth": 3}
+    rows = family_rows(runs, decide["pairs"], "pooled_best@k", 48, "deciding", 0.1)
+    p_mixed, p_up = exact_p(mixed), exact_p(up)
+    assert p_up == 2 / 128 and p_mixed > 0.25
+    assert [r[0] for r in rows] == ["VPO − Max@k", "VPO − GRPO"] and rows[1][2:4] == ["pooled_best@48", "7"]
+    assert rows[1][4] == f"{np.mean(up):+.3f}" and rows[1][6] == f"{p_up:.3g}"
+    assert rows[1][7] == f"{2 * p_up:.3g}" and rows[0][7] == f"{max(p_mixed, 2 * p_up):.3g}"   # Holm by hand
+    assert rows[1][8] == "VPO ahead, below the 0.1 that matters"
+    assert rows[0][8] == "not separated; the interval lies within ±0.1"
+    assert rows[1][9] == f"{2 / 64:.3g}-{2 / 64:.3g}"   # 6 seeds of one sign, whichever is left out
+    left = [exact_p(mixed[:i] + mixed[i + 1:]) for i in range(7)]
+    assert rows[0][9] == f"{min(left):.3g}-{max(left):.3g}"
+    # p 0.031 alone rejects; beside a pair of p 0.5 Holm doubles it past 0.05
+    six = {"A": [scored(s, {"48": 0.1 * s + 0.01 * (s + 1)}) for s in range(6)],
+           "B": [scored(s, {"48": 0.1 * s}) for s in range(6)], "C": [scored(s, {"48": 0.1 * s - 0.01 * (-1) ** s})
+                                                                     for s in range(6)]}
+    alone = family_rows(six, [["A", "B"]], "pooled_best@k", 48, "secondary", None)
+    both = family_rows(six, [["A", "B"], ["C", "B"]], "pooled_best@k", 48, "secondary", None)
+    assert alone[0][6:9] == ["0.0312", "0.0312", "A ahead"]
+    assert both[0][6:9] == ["0.0312", "0.0625", "not separated (Holm)"] and both[1][6] == "1"
+    text = "\n".join(decision_lines(runs, decide, "pooled_best@k"))
+    growth = " ".join(f"{u:+.3f}" for u in up)   # VPO − GRPO at k = 3 is +0.01 in every seed
+    assert f"| VPO − GRPO | {' '.join(f'{u - 0.01:+.3f}' for u in up)} | {np.mean(up) - 0.01:+.3f} |" in text, growth
+    assert "| VPO stopped early | 7 | 0.300 ± 0.000 | 250 500 750 1000 250 500 750 |" in text
+
+
+def test_what_each_arm_writes_is_read_from_the_coverage_files_of_its_weights(tmp_path):
+    """written_lines: an arm's final weights read coverage-final.json, an arm stopped early coverage-stopped.json;
+    the shares are means over runs; the first rollout's answers on the first problems, from the seed asked for."""
+    import json
+    from results.tables import written_lines
+    for name, file, share, route in (("v0", "coverage-final.json", 0.2, "R"), ("v1", "coverage-final.json", 0.4, "U"),
+                                     ("v0", "coverage-stopped.json", 0.9, "D")):
+        routes = [{"problem": p, "rollout": r, "answers": [[f"{route}{p}{r}", [1.0, 0.0]]]} for p in range(6)
+                  for r in range(2)]
+        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name / file).write_text(json.dumps({"answers": {"exit": share, "gold": 0.5}, "routes": routes}))
+    runs = {"VPO": [{"seed": s, "dir": str(tmp_path / f"v{s}")} for s in (0, 1)],
+            "VPO stopped early": [{"seed": 0, "dir": str(tmp_path / "v0"), "stopped_at": 250},
+                                  {"seed": 1, "dir": str(tmp_path / "v1"), "stopped_at": 500}]}   # v1: none kept
+    text = "\n".join(written_lines(runs, problems=2, seed=1))
+    assert "| VPO | 2 | 0.30 | 0.50 |" in text and "| VPO stopped early | 1 | 0.90 | 0.50 |" in text
+    assert "| VPO | 1 | 1 | `U10` [1.0, 0.0] |" in text and "| VPO stopped early | 0 | 0 | `D00` [1.0, 0.0] |" in text
+    assert "U20" not in text and "U11" not in text   # problems 0-1, rollout 0
