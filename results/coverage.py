@@ -3,6 +3,7 @@ What a maze checkpoint's answers cover: which trade-offs its answers and its 48-
 slots of a multi-answer completion specialize, and what the best of k answers is made of, dimension by dimension.
 
     python -m results.coverage --ckpt out/vpo-maze-s0/ckpt.pt [--problems 64] [--answers 48] [--json out.json]
+    python -m results.coverage --front [--problems 64]   # the reward's own geometry, no checkpoint (seconds)
 
 It samples the evaluation's pool (evaluate.py: the same held-out mazes, test split seed 0, the same per-maze
 streams, T = 0.7) and reads the reward vectors [exit, gold, diamonds, no_lava] (tasks/maze.py: all zero unless
@@ -120,6 +121,100 @@ def sample_routes(model, task, problems, m, rollouts=2, temperature=0.7, seed=0)
             for i, p in enumerate(problems) for g in range(rollouts)]
 
 
+# ------------------------------------------------------------------------------------ the reward's own geometry
+def reachable(problem):
+    """Every reward vector a route can score on a maze (the linear reward): [1, g, d, 1 − l] for each set of gold,
+    diamond and lava cells some route enters on its way to E within the budget (Layout.search tracking all three)."""
+    lay = problem.layout
+    cells = sorted(lay.gold) + sorted(lay.diamonds) + sorted(lay.lava)
+    bit_of = {c: 1 << i for i, c in enumerate(cells)}
+    exits, _ = lay.search(bit_of, problem.budget)
+    return np.unique([lay.vector(True, {c for c in cells if mask & bit_of[c]}) for mask in exits], axis=0)
+
+
+def pareto(vectors):
+    """The vectors no other one weakly dominates (ties kept once): the only ones a max over answers can use."""
+    vectors = np.unique(vectors, axis=0)
+    dominated = [bool(np.any(np.all(vectors >= v, axis=1) & np.any(vectors > v, axis=1))) for v in vectors]
+    return vectors[~np.array(dominated)]
+
+
+def best_sets(vectors, w_star, m, weights):
+    """What theory says of sets of m answers over these reachable vectors: E_w[max over the set of wᵀr] (weights:
+    the N draws w) of the best set (VPO's optimum), of the best set holding one of w*'s best answers (a set scored
+    on w* that fills its other answers well), and of w*'s best answer alone (a set that repeats it), and whether the
+    best set holds one of w*'s best. Exhaustive over the Pareto front's sets of min(m, its size); answers tied for
+    w*'s best all count as it."""
+    import itertools
+    front = pareto(np.asarray(vectors, dtype=np.float64))
+    values = front @ np.asarray(weights, dtype=np.float64).T   # (F, N)
+    scalar = front @ np.asarray(w_star, dtype=np.float64)
+    star = {i for i in range(len(front)) if scalar[i] >= scalar.max() - 1e-9}
+    sets = list(itertools.combinations(range(len(front)), min(m, len(front))))
+    scores = np.array([values[list(s)].max(axis=0).mean() for s in sets])
+    best = int(np.argmax(scores))
+    return {"optimum": float(scores[best]),
+            "holding w*'s best": float(max(score for s, score in zip(sets, scores) if star & set(s))),
+            "w*'s best alone": float(max(values[i].mean() for i in star)), "optimum holds it": bool(star & set(sets[best]))}
+
+
+def front_table(task_vectors, ms=(1, 2, 3), num_weights=2000, seed=0):
+    """The rows of --front: for each task (name -> (w*, [reachable vectors per problem])) and m, best_sets's values
+    averaged over the problems, with N Dirichlet(1) weights of a seeded generator."""
+    rows = []
+    for name, (w_star, per_problem) in task_vectors.items():
+        weights = np.random.default_rng(seed).dirichlet(np.ones(len(w_star)), size=num_weights)
+        for m in ms:
+            got = [best_sets(v, w_star, m, weights) for v in per_problem]
+            rows.append([name, str(m), *(f"{np.mean([g[key] for g in got]):.3f}" for key in
+                                         ("optimum", "holding w*'s best", "w*'s best alone")),
+                         f"{sum(g['optimum holds it'] for g in got)} of {len(got)}"])
+    return rows
+
+
+def maze_classes(per_problem, w_star):
+    """The maze's deployment scalar on its reachable routes, counted over mazes: where w*'s best routes are both
+    corners tied (all the gold, or all the diamonds), one corner, or a route with both kinds of item; where some
+    route collects both kinds; and the mean w*ᵀr of the best route, the best one with both kinds (where there is
+    one) and the best with no item."""
+    out = {"both corners tie": 0, "one corner": 0, "both kinds": 0, "some route collects both kinds": 0}
+    best, mixed, empty = [], [], []
+    for v in per_problem:
+        scalar = np.asarray(v, dtype=np.float64) @ w_star
+        top = v[scalar >= scalar.max() - 1e-9]
+        corners = {kind for kind in (1, 2) if np.any((top[:, kind] == 1) & (top[:, 3 - kind] == 0))}
+        key = "both kinds" if np.any((top[:, 1] > 0) & (top[:, 2] > 0)) else \
+            "both corners tie" if len(corners) == 2 else "one corner"
+        out[key] += 1
+        both = (v[:, 1] > 0) & (v[:, 2] > 0)
+        out["some route collects both kinds"] += bool(both.any())
+        best.append(scalar.max())
+        mixed += [scalar[both].max()] if both.any() else []
+        empty.append(scalar[(v[:, 1] == 0) & (v[:, 2] == 0)].max())
+    return {**out, "best": float(np.mean(best)), "best with both kinds": float(np.mean(mixed)) if mixed else None,
+            "best with no item": float(np.mean(empty))}
+
+
+def front_lines(problems=64):
+    """--front: front_table for the toy's three answers and the maze's reachable routes on its first report mazes
+    (the evaluation's: test split, seed 0), then maze_classes."""
+    from tasks.maze import MazeTask
+    from tasks.toy import ToyTask
+    toy, maze = ToyTask(), MazeTask()
+    per_maze = [reachable(p) for p in maze.problems("test", problems, seed=0)]
+    rows = front_table({"toy": (toy.deploy_weights, [np.stack(list(toy.rewards.values()))]),
+                        f"maze ({problems} report mazes)": (maze.deploy_weights, per_maze)})
+    c = maze_classes(per_maze, maze.deploy_weights)
+    return ["E_w[max over a set of m answers of wᵀr] on the reachable reward vectors, w ~ Dirichlet(1), 2000 draws, "
+            "mean over problems:", "", "| task | m | best set | best set holding w*'s best | w*'s best alone | best "
+            "set holds w*'s best |", "|---|---|---|---|---|---|", *("| " + " | ".join(r) + " |" for r in rows), "",
+            f"Maze: w*'s best routes are both corners, tied, on {c['both corners tie']} mazes, one corner on "
+            f"{c['one corner']}, a route with both kinds of item on {c['both kinds']}. Some route collects both kinds "
+            f"on {c['some route collects both kinds']}. Mean w*ᵀr: best route {c['best']:.3f}, best with both kinds "
+            f"{c['best with both kinds'] or float('nan'):.3f} (where there is one), best with no item "
+            f"{c['best with no item']:.3f}."]
+
+
 def format_coverage(c):
     lines = [f"{c['mazes']} mazes, {c['written']} written answers, m = {c['m']}",
              "answers: " + "  ".join(f"{k} {v:.3f}" for k, v in c["answers"].items()),
@@ -139,7 +234,9 @@ def format_coverage(c):
 def main(argv=None):
     from runs.cli import COUNT, Parser, UsageError, load_run
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ckpt", required=True, help="a train.py checkpoint of a maze run (or a maze base)")
+    ap.add_argument("--ckpt", help="a train.py checkpoint of a maze run (or a maze base)")
+    ap.add_argument("--front", action="store_true", help="instead, what theory says of sets of answers on the maze's "
+                    "own reachable reward vectors, beside the toy's (no checkpoint; see front_lines)")
     ap.add_argument("--problems", type=COUNT, default=64, help="held-out mazes (the evaluation's first ones)")
     ap.add_argument("--answers", type=COUNT, default=48, help="answers per maze")
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
@@ -147,6 +244,11 @@ def main(argv=None):
                     "completions of each of the first K mazes: the routes and their reward vectors")
     try:
         args = ap.parse_args(argv)
+        if args.front == bool(args.ckpt):
+            raise UsageError("give --ckpt CKPT, or --front")
+        if args.front:
+            print("\n".join(front_lines(args.problems)))
+            return 0
         model, run, task, m = load_run(args.ckpt)
         if list(task.objectives) != MAZE_DIMS:
             raise UsageError(f"--ckpt {args.ckpt}: a {run.task} checkpoint; coverage reads the maze's "

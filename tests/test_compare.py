@@ -411,11 +411,12 @@ def test_what_each_arm_writes_is_read_from_the_coverage_files_of_its_weights(tmp
         routes = [{"problem": p, "rollout": r, "answers": [[f"{route}{p}{r}", [1.0, 0.0]]]} for p in range(6)
                   for r in range(2)]
         (tmp_path / name).mkdir(exist_ok=True)
-        (tmp_path / name / file).write_text(json.dumps({"answers": {"exit": share, "gold": 0.5}, "routes": routes}))
+        (tmp_path / name / file).write_text(json.dumps({"answers": {"exit": share, "gold": 0.5}, "routes": routes,
+                                                        "completions_two_classes": share / 2}))
     runs = {"VPO": [{"seed": s, "dir": str(tmp_path / f"v{s}")} for s in (0, 1)],
             "VPO stopped early": [{"seed": 0, "dir": str(tmp_path / "v0"), "stopped_at": 250},
                                   {"seed": 1, "dir": str(tmp_path / "v1"), "stopped_at": 500}]}   # v1: none kept
     text = "\n".join(written_lines(runs, problems=2, seed=1))
-    assert "| VPO | 2 | 0.30 | 0.50 |" in text and "| VPO stopped early | 1 | 0.90 | 0.50 |" in text
+    assert "| VPO | 2 | 0.30 | 0.50 | 0.15 ± 0.05 |" in text and "| VPO stopped early | 1 | 0.90 | 0.50 | 0.45 |" in text
     assert "| VPO | 1 | 1 | `U10` [1.0, 0.0] |" in text and "| VPO stopped early | 0 | 0 | `D00` [1.0, 0.0] |" in text
     assert "U20" not in text and "U11" not in text   # problems 0-1, rollout 0

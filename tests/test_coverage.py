@@ -80,3 +80,32 @@ def test_routes_are_the_completions_with_their_reward_vectors(tmp_path, capsys):
     from sample import rollout
     texts = rollout(model, task, problems, m, 2, 0.7, seeds=[step_seed(0, i) for i in range(2)], amp=False)[2]
     assert [[y for y, _ in r["answers"]] for r in routes] == [task.parse(t, m) for t in texts]
+
+
+def test_every_reachable_reward_vector_is_found_as_by_walking_every_route():
+    """reachable: on a small maze, the vectors of all 4^budget move strings that reach E, each walked."""
+    import itertools
+    from tasks.maze import MazeProblem, MazeTask, walk
+    problem, task = MazeProblem("SG.*\n.~#.\n*..E", 7), MazeTask()
+    walked = {tuple(problem.layout.vector(True, walk(problem, "".join(r))[1]))
+              for r in itertools.product("UDLR", repeat=7) if walk(problem, "".join(r))[0]}
+    found = coverage.reachable(problem)
+    assert {tuple(v) for v in found} == walked and len(walked) > 3
+    assert tuple(task.score(problem, "RDDRR")) in walked   # through the lava
+
+
+def test_what_theory_says_of_sets_on_the_toy_by_hand():
+    """best_sets with w = (u, 1 − u), u on a fine grid (Dirichlet(1, 1) is uniform in u), on the toy's corners (1, 0),
+    (0, 1) and compromise (0.6, 0.6): E[max(u, 1 − u)] = 3/4 for the corners, E[max(0.6, u)] = 0.68 for the
+    compromise with a corner, 0.6 alone, and all three 0.6 · 0.2 + 2 ∫_0.6^1 u du = 0.76. A dominated answer is
+    never used."""
+    u = (np.arange(20000) + 0.5) / 20000
+    weights = np.stack([u, 1 - u], axis=1)
+    toy = [[1, 0], [0, 1], [0.6, 0.6], [0.3, 0.3]]
+    two, three = (coverage.best_sets(toy, [0.5, 0.5], m, weights) for m in (2, 3))
+    assert two["optimum"] == pytest.approx(0.75) and two["holding w*'s best"] == pytest.approx(0.68)
+    assert two["w*'s best alone"] == pytest.approx(0.6) and not two["optimum holds it"]
+    assert three["optimum"] == pytest.approx(0.76) and three["optimum holds it"]
+    assert len(coverage.pareto(np.array(toy))) == 3
+    # tied best answers under w* all count: either corner is w*'s best when there is no compromise
+    assert coverage.best_sets([[1, 0], [0, 1]], [0.5, 0.5], 1, weights)["optimum holds it"]
