@@ -19,31 +19,28 @@ The command writes the data set: one JSON line per problem with veRL's columns (
 extra_info). The problem travels as JSON in reward_model.ground_truth, the VPO settings in extra_info. A mistake is
 one line, `error: ...`, exit code 2; the entry points raise ValueError with one line.
 """
-import bisect
 import dataclasses
 import hashlib
 import json
 import math
 import numbers
 import os
-import re
 import sys
 from functools import lru_cache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # the repository, to run from anywhere
+sys.path.insert(0, HERE)                   # trl_tasks (the numbered tags' reader), beside this file
 import torch  # noqa: E402
 
 import vpo  # noqa: E402
 from runs.cli import COUNT, SEED, Parser, UsageError, make_task, number, parse_task_options, task_name  # noqa: E402
 from runs.seeding import step_seed  # noqa: E402
 from tasks import get_task, is_task_name  # noqa: E402
-from tasks.tokenizer import SEP  # noqa: E402
+from trl_tasks import TAG, answers_text  # noqa: E402,F401  (TAG: the pairs answers_text finds, for the tests)
 
 NAME = "vpo"          # the estimator's name in veRL's registry: algorithm.adv_estimator=vpo
 WEIGHT_STREAM = 5     # runs/seeding.py's stream of VPO's weights
-TAG = re.compile(r"<answer(\d*)>(.*?)</answer\1>", re.S)   # one answer: its number J (or none) and its content
-OPEN, CLOSE = re.compile(r"<answer(\d*)>"), re.compile(r"</answer(\d*)>")   # TAG's two ends
 
 
 # --- the settings: one place that checks them ---------------------------------------------------------------------
@@ -121,31 +118,6 @@ def problem_from_json(task, text):
         return cls(**{k: tuples(v) for k, v in data["fields"].items()})
     except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as e:
         raise ValueError(f"ground_truth must be problem_json's text of a {task.name} problem: {e}") from None
-
-
-def answers_text(text, m):
-    """The model's completion -> the task's format: the contents of the first m complete <answerJ>...</answerJ>
-    pairs, in the order written, joined by <|sep|>. Text outside the tags is ignored, a tag left open is no answer,
-    and a separator inside an answer becomes a space (it cannot split one answer into two). The pairs are those of
-    the regular expression TAG's findall; they are found here in time linear in the text (TAG's lazy match costs
-    time quadratic in the text when many tags are left open, and the text is the model's)."""
-    text = text if isinstance(text, str) else ""
-    closes = {}                                         # J -> where each </answerJ> starts, ascending
-    for c in CLOSE.finditer(text):
-        closes.setdefault(c.group(1), []).append(c.start())
-    answers, pos = [], 0
-    while len(answers) < m:
-        opened = OPEN.search(text, pos)
-        if opened is None:
-            break
-        ends = closes.get(opened.group(1), [])
-        k = bisect.bisect_left(ends, opened.end())      # the first </answerJ> after the tag
-        if k == len(ends):
-            pos = opened.start() + 1                    # left open: the next tag
-            continue
-        answers.append(text[opened.end():ends[k]].replace(SEP, " ").strip())
-        pos = ends[k] + len(f"</answer{opened.group(1)}>")
-    return SEP.join(answers)
 
 
 def prompt_text(task, problem, m):

@@ -75,7 +75,10 @@ def test_the_tags_are_read_as_the_trl_example_reads_them():
 
 def test_the_tag_reader_is_the_regular_expressions_findall_in_linear_time():
     """answers_text finds the pairs TAG.findall finds (random texts of tags, words and separators), and a text of
-    100,000 tags left open takes well under a second (TAG's lazy match would take minutes)."""
+    100,000 tags left open takes well under a second (TAG's lazy match would take minutes). The TRL example reads
+    its tags with the same function."""
+    import trl_tasks
+    assert trl_tasks.TagFormat().to_task("<answer1> a </answer1><answer2>b", 2) == "a"
     rng = random.Random(0)
     parts = ["<answer1>", "</answer1>", "<answer2>", "</answer2>", "<answer>", "</answer>", "<answer12>",
              "</answer12>", "left", " right ", SEP, "<answer", "</answer1"]
@@ -83,9 +86,9 @@ def test_the_tag_reader_is_the_regular_expressions_findall_in_linear_time():
         text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 12)))
         for m in (1, 3):
             want = SEP.join(c.replace(SEP, " ").strip() for _, c in verl_vpo.TAG.findall(text)[:m])
-            assert verl_vpo.answers_text(text, m) == want, (text, m)
+            assert verl_vpo.answers_text(text, m) == want == trl_tasks.TagFormat().to_task(text, m), (text, m)
     start = time.perf_counter()
-    assert verl_vpo.answers_text("<answer1>" * 100_000 + "left", M) == ""
+    assert trl_tasks.TagFormat().to_task("<answer1>" * 100_000 + "left", M) == ""
     assert time.perf_counter() - start < 1.0
 
 
