@@ -28,11 +28,10 @@ import numpy as np
 
 from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, check_warm_starts, committed, git, read_config,
                           run_name, run_queue, seed_digests, train_entry, train_job)
-from results.runstats import smallest_p
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
                               run_args, search_lines, search_queue, validation_job, verdict_rows)
-from results.tables import (RUN_HEADER, at_step, base_metrics, decision_lines, eval_steps, metric_lines, paired,
-                            paired_lines, read_json, read_run, run_level, run_note, table, written_lines)
+from results.tables import (at_step, base_metrics, decision_lines, metric_lines, paired_lines, read_json, read_run,
+                            run_note, table, verdict_lines, written_lines)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
 
 QUICK_STEPS, QUICK_EVAL_EVERY = 4, 2
@@ -316,24 +315,6 @@ def pairs_of(setup, runs):
     first = setup.arms[0].label
     return [(a, b) for a, b in [(arm.label, first) for arm in setup.arms[1:]] + list(setup.pairs)
             if a in runs and b in runs]
-
-
-def verdict_lines(runs, pairs, key=HEADLINE):
-    """The headline: A − B for each pair, in key@k at their last common step and largest k."""
-    rows = []
-    for b, first in pairs:
-        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b]))
-        if steps:
-            _, diffs = paired(runs, b, first, key, step=max(steps))
-            k, ds = max((k, ds) for k, ds in diffs.items() if ds)
-            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
-                         f"{smallest_p(len(ds)):.3g}"])
-    if not rows:
-        return ["No two methods have finished runs yet: nothing to compare.", ""]
-    return [f"{METRICS[key][0].upper()}{METRICS[key][1:]} at the last step and the largest k, each method against "
-            f"{pairs[0][1]}" + (" and the configuration's pairs" if len({b for _, b in pairs}) > 1 else "")
-            + ", runs paired by seed:", ""] + \
-        table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
 def commit():

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from results.jobs import METRICS
 from results.runstats import (detectable_difference, differences_comparison, holm_adjusted, sign_flip_p, signed,
                               smallest_p)
 
@@ -156,6 +157,24 @@ def metric_lines(runs, bases, captions):
     return lines
 
 
+def verdict_lines(runs, pairs, key="pooled_best@k"):
+    """The headline: A − B for each pair, in key@k at their last common step and largest k."""
+    rows = []
+    for b, first in pairs:
+        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b]))
+        if steps:
+            _, diffs = paired(runs, b, first, key, step=max(steps))
+            k, ds = max((k, ds) for k, ds in diffs.items() if ds)
+            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
+                         f"{smallest_p(len(ds)):.3g}"])
+    if not rows:
+        return ["No two methods have finished runs yet: nothing to compare.", ""]
+    return [f"{METRICS[key][0].upper()}{METRICS[key][1:]} at the last step and the largest k, each method against "
+            f"{pairs[0][1]}" + (" and the configuration's pairs" if len({b for _, b in pairs}) > 1 else "")
+            + ", runs paired by seed:", ""] + \
+        table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
+
+
 def holm_reading(c, holm_p, matters=None, alpha=0.05):
     """A pair's verdict after Holm's rule (holm_p: its adjusted p). A difference Holm rejects but below `matters` (the
     plan's smallest difference that matters) says so; one not separated whose interval lies within ±matters says
@@ -203,7 +222,7 @@ def decision_lines(runs, decide, key):
     if not rows:
         return []
     lines = ["## The decision", "",
-             f"The plan's pairs at each run's last step (an arm stopped early: at its t*), runs paired by seed. Holm's "
+             "The plan's pairs at each run's last step (an arm stopped early: at its t*), runs paired by seed. Holm's "
              "rule holds within each family; \"leaving one run out\" is the range of the exact p with each seed left "
              "out in turn; \"found with 80% power\" is the difference these runs would find at Holm's first level, "
              "from their own spread." + (f" The smallest difference that matters is {matters:g}." if matters else ""),
