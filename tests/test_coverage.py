@@ -109,3 +109,18 @@ def test_what_theory_says_of_sets_on_the_toy_by_hand():
     assert len(coverage.pareto(np.array(toy))) == 3
     # tied best answers under w* all count: either corner is w*'s best when there is no compromise
     assert coverage.best_sets([[1, 0], [0, 1]], [0.5, 0.5], 1, weights)["optimum holds it"]
+
+
+def test_when_vpo_helps_md_holds_what_the_front_prints():
+    """docs/when_vpo_helps.md's table of sets on the reachable reward vectors, and its counts, are what
+    `python -m results.coverage --front` prints."""
+    import os
+    printed = coverage.front_lines(64)
+    with open(os.path.join(os.path.dirname(train.__file__), "docs", "when_vpo_helps.md")) as f:
+        doc = f.read()
+    for line in printed:
+        if line.startswith(("| toy | 2", "| toy | 3", "| maze (64 report mazes) | 2", "| maze (64 report mazes) | 3")):
+            assert line.replace("maze (64 report mazes)", "maze").replace("w*", "w\\*") in doc, line
+    counts = printed[-1]
+    assert "both corners, tied, on 57 mazes" in counts and "both kinds on 41" in counts and "both kinds 0.668" in counts
+    assert "On 57 of the 64 mazes" in doc and "exist on 41 mazes" in doc and "scores 0.668" in doc
