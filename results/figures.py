@@ -80,10 +80,11 @@ def strip_figure(counts, budgets, path, title):
 def differences_figure(pairs, matters, path, title):
     """One point per seed: each pair's difference A − B (pairs: {name: {seed: difference}}), the mean a bar, zero a
     line, ±matters (the smallest difference that matters) a band."""
-    fig, ax = plt.subplots(figsize=(6.5, 0.55 * len(pairs) + 1.4))
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(pairs) + 1.4))
     for i, (name, ds) in enumerate(pairs.items()):
         y = len(pairs) - 1 - i
-        ax.scatter(list(ds.values()), [y] * len(ds), s=16, color=f"C{i}", alpha=0.8, zorder=3)
+        spread = [y + 0.04 * (j - (len(ds) - 1) / 2) for j in range(len(ds))]   # seeds apart, in seed order
+        ax.scatter(list(ds.values()), spread, s=16, color=f"C{i}", alpha=0.8, zorder=3)
         ax.plot([np.mean(list(ds.values()))] * 2, [y - 0.25, y + 0.25], color=f"C{i}", lw=2.5, zorder=3)
     ax.axvline(0, color="0.3", lw=1)
     if matters:
@@ -91,7 +92,7 @@ def differences_figure(pairs, matters, path, title):
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(len(pairs)), list(pairs)[::-1], fontsize=8)
     ax.set_ylim(-0.6, len(pairs) - 0.4)
-    _label(ax, title, "difference per training run (one point per seed; bar: mean)")
+    _label(ax, title, "A − B per training run (a point per seed; the bar: their mean)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -105,5 +106,5 @@ def decided_figure(runs, decide, key, path):
         if ds:
             pairs[f"{a} − {b}" + (f", {metric}" if metric != key else "")] = ds
     if pairs:
-        differences_figure(pairs, decide.get("matters"), path, f"{key.replace('@k', '@' + str(decide['k']))}, "
-                           "each pair per run")
+        differences_figure(pairs, decide.get("matters"), path, f"{key.replace('@k', '@' + str(decide['k']))}"
+                           .replace("_", " ") + ", each pair per run")
