@@ -22,6 +22,7 @@ import numpy as np
 from results.jobs import ROOT, STOPPED, base_file, git, run_name
 from results.runstats import (blocked_comparison, describe, detectable_difference, holm_adjusted, leave_one_out,
                               paired_comparison, within_sd)
+from results.tables import holm_reading, table
 
 KINDS = {"evolve": "search", "sample": "sampling"}
 SCREEN_ANSWERS, BASE = 48, "base"   # the screen's answers per problem and m (default); the warm start's slug
@@ -93,20 +94,11 @@ def family(found, where, pairs, budget, names, kind="evolve"):
     return list(zip(cs, holm([c.p for c in cs])))
 
 
-def reading(c, rejected, matters=None):
-    """A pair's verdict after Holm's rule; a separated difference below `matters` (the plan's smallest difference
-    that matters, in problems per run) says so."""
-    if not rejected and not c.reading.startswith(("not", "too")):
-        return "not separated (Holm)"
-    small = rejected and matters is not None and not c.reading.startswith(("not", "too")) and abs(c.mean) < matters
-    return c.reading + (f", below the {matters:g} problems that matter" if small else "")
-
-
 def verdict_rows(setup, found, where):
     """The deciding pairs at the deciding budget: [pair, budget, runs, difference [interval], p, reading]."""
     names, budget = arms_of(setup), setup.search["budgets"][-1]
     return [[f"{c.a} − {c.b}", f"{budget} answers", f"{c.n_a} and {c.n_b}", describe(c, 1).split(", p = ")[0],
-             f"{c.p:.3g}", reading(c, r, setup.search.get("matters"))]
+             f"{c.p:.3g}", holm_reading(c, r, setup.search.get("matters"), "problems", False)]
             for c, r in family(found, where, setup.search["pairs"], budget, names)]
 
 
@@ -114,7 +106,6 @@ def only_one_lines(setup, found, budget):
     """Problems only one arm solves, under search within budget answers: per pair, the problems some run of A solves
     and no run of B does, and the reverse (search.solved_only_by, the paper's count); then, per problem some run
     solves, how many runs of each arm solve it. A description: problems are not replicates."""
-    from results.tables import table
     from search import solved_only_by
     names, s = arms_of(setup), setup.search
     runs = {a: [solved(r, budget) for r in found["evolve"][a].values()] for a in names}
@@ -146,7 +137,6 @@ def search_lines(setup, found, where, task=None, rule=None):
     each budget, the pairs (search, then sampling as a description), each pair within each block (a description),
     and search − sampling per arm. task: the comparison's task, to count the hard set's distinct targets; rule: the
     hard set's (default the configuration's)."""
-    from results.tables import table
     s, names = setup.search, arms_of(setup)
     budgets, top = s["budgets"], s["budgets"][-1]
     if len(where) < 2:
@@ -177,7 +167,7 @@ def search_lines(setup, found, where, task=None, rule=None):
                 search = kind == "evolve"
                 rows.append([f"{c.a} − {c.b}", title, how, describe(c, 1),
                              f"{holm_p:.3g}, {'rejects' if rejected else 'does not reject'}" if search else "-",
-                             reading(c, rejected, s.get("matters")) if search else "a description",
+                             holm_reading(c, rejected, s.get("matters"), "problems", False) if search else "a description",
                              *(robustness(found, where, a, b, top, 0.05 / len(pairs)) if search else ("-", "-"))])
     lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only: the "
               "adjusted p, and whether it rejects at 0.05). The "

@@ -175,16 +175,18 @@ def verdict_lines(runs, pairs, key="pooled_best@k"):
         table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
-def holm_reading(c, holm_p, matters=None, alpha=0.05):
-    """A pair's verdict after Holm's rule (holm_p: its adjusted p). A difference Holm rejects but below `matters` (the
-    plan's smallest difference that matters) says so; one not separated whose interval lies within ±matters says
-    that instead."""
-    if holm_p > alpha and c.p <= alpha:
-        return "not separated (Holm)"
-    if holm_p <= alpha:
-        return c.reading + (f", below the {matters:g} that matters" if matters and abs(c.mean) < matters else "")
-    within = matters and -matters < c.low and c.high < matters
-    return c.reading + (f"; the interval lies within ±{matters:g}" if within else "")
+def holm_reading(c, rejected, matters=None, unit="", bounded=True):
+    """A pair's verdict after Holm's rule (rejected: whether Holm's rule rejects it). A rejected difference below
+    `matters` (the plan's smallest difference that matters, in `unit`) says so; with `bounded`, one not separated whose
+    interval lies within ±matters says that instead."""
+    if not rejected:
+        if not c.reading.startswith(("not", "too")):
+            return "not separated (Holm)"
+        within = bounded and matters and -matters < c.low and c.high < matters
+        return c.reading + (f"; the interval lies within ±{matters:g}" if within else "")
+    if not matters or abs(c.mean) >= matters:
+        return c.reading
+    return c.reading + (f", below the {matters:g} {unit} that matter" if unit else f", below the {matters:g} that matters")
 
 
 def pair_values(runs, pair, key, k):
@@ -207,7 +209,7 @@ def family_rows(runs, pairs, key, k, family, matters):
         found = detectable_difference(float(np.std(ds, ddof=1)), len(ds), alpha=0.05 / len(cs))
         rows.append([f"{a} − {b}", family, f"{m.replace('@k', f'@{k}')}", str(len(ds)), signed(c.mean),
                      f"[{signed(c.low)}, {signed(c.high)}]", f"{c.p:.3g}", f"{holm_p:.3g}",
-                     holm_reading(c, holm_p, matters), f"{min(left):.3g}-{max(left):.3g}" if left else "-",
+                     holm_reading(c, holm_p <= 0.05, matters), f"{min(left):.3g}-{max(left):.3g}" if left else "-",
                      "-" if found is None else f"{found:.3f}"])
     return rows
 
