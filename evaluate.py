@@ -284,7 +284,7 @@ def report(directory, task, ks, results, label, summary, figures=True):
 
 
 def get_parser():
-    from runs.cli import COUNT, PROBLEMS, SEED, Parser, number
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, add_device_flags, number
     ap = Parser(description="Evaluate a train.py checkpoint on its task's test problems.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
     ap.add_argument("--problems", type=PROBLEMS, default=64, help="held-out test problems")
@@ -294,9 +294,7 @@ def get_parser():
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
     ap.add_argument("--json", default=None,
                     help="also write the metrics to this file (a new file, or an existing .json file)")
-    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
-                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
+    add_device_flags(ap)
     return ap
 
 

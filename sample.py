@@ -359,8 +359,8 @@ def precision(device, amp=True):
 
 
 def main(argv=None):
-    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, eval_weights, load_model, load_run, number, \
-        pick_device, use_amp
+    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, add_device_flags, eval_weights, load_model, \
+        load_run, number, pick_device, use_amp
 
     ap = Parser(description="Print samples from a checkpoint.")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
@@ -374,9 +374,7 @@ def main(argv=None):
     ap.add_argument("--top_k", type=COUNT, default=None, help="sample among the k most likely tokens")
     ap.add_argument("--top_p", type=number(float, high=1, above=0), default=None, help="nucleus sampling mass")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
-    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
-                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
+    add_device_flags(ap)
     task = problem = None
     try:
         args = ap.parse_args(argv)

@@ -242,7 +242,7 @@ def min_budget(m, unit="answers", parents_per_round=8):
 
 
 def get_parser():
-    from runs.cli import COUNT, PROBLEMS, SEED, Parser, number
+    from runs.cli import COUNT, PROBLEMS, SEED, Parser, add_device_flags, number
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=("bestofk", "evolve"), help="which search")
     ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
@@ -255,9 +255,7 @@ def get_parser():
     ap.add_argument("--temperature", type=number(float, 0), default=None,
                     help="default: 0.7 for bestofk, 1.0 for evolve; 0 = greedy")
     ap.add_argument("--seed", type=SEED, default=0, help="search seed")
-    ap.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    ap.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
-                    help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; auto: the run's")
+    add_device_flags(ap)
     return ap
 
 

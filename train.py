@@ -30,8 +30,8 @@ from evaluate import evaluate, report
 from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
-from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, answers_per_rollout, eval_weights, geometry_of, \
-    load_model, number, set_deterministic, task_name
+from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, add_device_flags, answers_per_rollout, eval_weights, \
+    geometry_of, load_model, number, set_deterministic, task_name
 from runs.dirs import base_dir, commit, create_run_dir, machine, save_run_checkpoint, truncate_logs, weights_digest
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
@@ -75,9 +75,7 @@ def get_parser():
                    f"{', '.join('--' + k for k in RESUMABLE)} may change (--steps not below the checkpoint's)")
     a.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
     a.add_argument("--ckpt_every", type=number(int, 0), default=25, help="also checkpoint every N steps, warm start too")
-    a.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    a.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
-                   help="auto: bf16 autocast on CUDA, fp32 elsewhere")
+    add_device_flags(a, "auto: bf16 autocast on CUDA, fp32 elsewhere")
     a.add_argument("--compile", action="store_true", help="torch.compile the training forward (opt-in)")
     a.add_argument("--deterministic", action="store_true", help="CUDA: deterministic kernels (slower)")
     a = p.add_argument_group("model (used when training a base from scratch)")

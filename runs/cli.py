@@ -113,6 +113,13 @@ def pick_device(name):
     return torch.device(name)
 
 
+def add_device_flags(parser, dtype_help="sampling precision on CUDA: bfloat16 (autocast, bf16 KV cache) or float32; "
+                                          "auto: the run's"):
+    """--device (pick_device) and --dtype (use_amp), as every command that runs the model takes them."""
+    parser.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"), help=dtype_help)
+
+
 def use_amp(dtype, run_dtype="auto"):
     """--dtype of a tool (auto: the run's own --dtype) -> whether to sample under bf16 autocast (CUDA only)."""
     return (run_dtype if dtype == "auto" else dtype) != "float32"
