@@ -198,9 +198,11 @@ def pair_values(runs, pair, key, k):
 
 def family_rows(runs, pairs, key, k, family, matters):
     """The decision's rows of one family of pairs, Holm's rule within it; pairs without two finished seeds are left
-    out. A row: pair, family, metric@k, runs, mean, interval, exact p, Holm's p, reading, the range of p with each
-    run left out in turn, the difference 80% power finds at Holm's first level (alpha over the family's size)."""
+    out, and a pair that repeats another's test (its metric is the headline's) counts once. A row: pair, family,
+    metric@k, runs, mean, interval, exact p, Holm's p, reading, the range of p with each run left out in turn, the
+    difference 80% power finds at Holm's first level (alpha over the family's size)."""
     tested = [(a, b, m, d) for a, b, m, d in (pair_values(runs, p, key, k) for p in pairs) if len(d) >= 2]
+    tested = [t for i, t in enumerate(tested) if t[:3] not in [u[:3] for u in tested[:i]]]   # one test once
     cs = [differences_comparison(list(d.values()), a, b) for a, b, _, d in tested]
     rows = []
     for (a, b, m, d), c, holm_p in zip(tested, cs, holm_adjusted([c.p for c in cs])):

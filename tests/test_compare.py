@@ -394,6 +394,8 @@ def test_the_decision_holds_each_family_under_holm_as_by_hand():
     alone = family_rows(six, [["A", "B"]], "pooled_best@k", 48, "secondary", None)
     both = family_rows(six, [["A", "B"], ["C", "B"]], "pooled_best@k", 48, "secondary", None)
     assert alone[0][6:9] == ["0.0312", "0.0312", "A ahead"]
+    # under --metric, a pair naming the headline's metric is the same test as the bare pair: one row, Holm over one
+    assert family_rows(six, [["A", "B"], ["A", "B", "pooled_best@k"]], "pooled_best@k", 48, "secondary", None) == alone
     assert both[0][6:9] == ["0.0312", "0.0625", "not separated (Holm)"] and both[1][6] == "1"
     text = "\n".join(decision_lines(runs, decide, "pooled_best@k"))
     growth = " ".join(f"{u:+.3f}" for u in up)   # VPO − GRPO at k = 3 is +0.01 in every seed
