@@ -458,3 +458,21 @@ def test_the_toy_sets_are_what_results_readme_says(m):
         cells = [counts[slug].get(k, 0) for k in ("both corners", "a corner and the compromise", "the compromise")]
         row = next(line for line in text.splitlines() if line.startswith(f"| {label} |"))
         assert [int(c) if c.strip() != "-" else 0 for c in row.split("|")[2:5]] == cells, (label, row, cells)
+
+
+def test_maze_table_md_holds_what_report_writes():
+    """results/maze_table.md's section "The decision" and what follows are what `python -m results.compare --config
+    results/experiments/maze_table.json --report` writes, and its reading table gives the deciding pairs as that
+    section does: VPO − Max@k +0.018 [+0.003, +0.032], Holm p 0.016; VPO − GRPO +0.123 [+0.092, +0.154]."""
+    from results.tables import decision_lines, family_rows, written_lines
+    setup = read_config(os.path.join(EXPERIMENTS, "maze_table.json"))
+    runs = compare.read_runs(setup, None, report=True)
+    with open(os.path.join(compare.ROOT, "results", "maze_table.md"), encoding="utf-8") as f:
+        text = f.read()
+    lines = decision_lines(runs, setup.decide, "pooled_best@k") + written_lines(runs)
+    assert text[text.index("\n## The decision\n") + 1:] == "\n".join(lines) + "\n"
+    reading = text[text.index("## The reading"):text.index("## What the checkpoints write")]
+    for row in family_rows(runs, setup.decide["pairs"], "pooled_best@k", 48, "deciding", 0.02):
+        low, high = row[5].strip("[]").split(", ")
+        cell = f"{row[4]} [{low}, {high}], {float(row[7]):.2g}".replace("-", "−")
+        assert f"| {row[0]} (deciding) |" in reading and cell in reading, cell
