@@ -175,18 +175,19 @@ def verdict_lines(runs, pairs, key="pooled_best@k"):
         table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
-def holm_reading(c, rejected, matters=None, unit="", bounded=True):
+def holm_reading(c, rejected, matters=None, unit=""):
     """A pair's verdict after Holm's rule (rejected: whether Holm's rule rejects it). A rejected difference below
-    `matters` (the plan's smallest difference that matters, in `unit`) says so; with `bounded`, one not separated whose
-    interval lies within ±matters says that instead."""
+    `matters` (the plan's smallest difference that matters, in `unit`) says so; one not separated whose interval lies
+    within ±matters says that instead."""
     if not rejected:
         if not c.reading.startswith(("not", "too")):
             return "not separated (Holm)"
-        within = bounded and matters and -matters < c.low and c.high < matters
+        within = matters and -matters < c.low and c.high < matters
         return c.reading + (f"; the interval lies within ±{matters:g}" if within else "")
     if not matters or abs(c.mean) >= matters:
         return c.reading
-    return c.reading + (f", below the {matters:g} {unit} that matter" if unit else f", below the {matters:g} that matters")
+    that = f"{unit} that matter" if unit else "that matters"
+    return c.reading + f", below the {matters:g} {that}"
 
 
 def pair_values(runs, pair, key, k):
@@ -258,14 +259,15 @@ def written_lines(runs, problems=4, seed=None):
     """What each arm writes, from the coverage files kept in its run directories (results.coverage --routes K: the
     final weights' and, for an arm stopped early, t*'s): the share of answers of each kind, mean over runs, then the
     first rollout's answers and reward vectors on the first `problems` report problems, in one seed's run."""
-    got = {label: [(r, read_json(os.path.join(r["dir"], COVERAGE["stopped_at" in r]))) for r in rs
-                   if os.path.isfile(os.path.join(r["dir"], COVERAGE["stopped_at" in r]))] for label, rs in runs.items()}
+    paths = {label: [(r, os.path.join(r["dir"], COVERAGE["stopped_at" in r])) for r in rs]
+             for label, rs in runs.items()}
+    got = {label: [(r, read_json(path)) for r, path in ps if os.path.isfile(path)] for label, ps in paths.items()}
     got = {label: cs for label, cs in got.items() if cs}
     if not got:
         return []
     kinds = list(next(iter(got.values()))[0][1]["answers"])
-    lines = ["## What each arm writes", "", "The share of written answers of each kind (results/coverage.py), mean over "
-             "runs, and the share of completions whose answers fall in two classes or more (exit, gold, diamonds; "
+    lines = ["## What each arm writes", "", "The share of written answers of each kind (results/coverage.py), mean "
+             "over runs, and the share of completions whose answers fall in two classes or more (exit, gold, diamonds; "
              "mean ± population std over runs; - for one answer a completion):", ""]
     lines += table(["arm", "runs", *kinds, "completions in two classes or more"],
                    [[label, str(len(cs)), *(f"{np.mean([c['answers'][x] for _, c in cs]):.2f}" for x in kinds),

@@ -332,7 +332,7 @@ def test_a_separated_difference_below_what_matters_says_so():
     from types import SimpleNamespace
     from results.tables import holm_reading
     c = lambda mean, text: SimpleNamespace(mean=mean, reading=text, low=mean - 0.5, high=mean + 0.5)
-    reading = lambda c, rejected, matters=None: holm_reading(c, rejected, matters, "problems", False)
+    reading = lambda c, rejected, matters=None: holm_reading(c, rejected, matters, "problems")
     assert reading(c(-1.0, "GRPO ahead"), True, 1.4) == "GRPO ahead, below the 1.4 problems that matter"
     assert reading(c(-2.0, "GRPO ahead"), True, 1.4) == reading(c(-2.0, "GRPO ahead"), True) == "GRPO ahead"
     assert reading(c(-1.0, "GRPO ahead"), False, 1.4) == "not separated (Holm)"
