@@ -132,6 +132,8 @@ def get_parser():
     a.add_argument("--eval_answers", type=COUNT, default=96, help="answers sampled per test problem")
     a.add_argument("--eval_temperature", type=NONNEGATIVE, default=0.7, help="sampling temperature at evaluation")
     a.add_argument("--keep_eval_ckpts", action="store_true", help="keep the weights of every mid-run evaluation")
+    a.add_argument("--eval_at_start", action="store_true",
+                   help="with --eval_every N: evaluate the starting weights too, as step 0 (an early stop's candidate)")
     a.add_argument("--no_base_eval", action="store_true", help="skip the final evaluation of the starting model")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     a.add_argument("--no_figures", action="store_true",
@@ -262,6 +264,8 @@ def train(args, task, model, directory, device, state=None, quiet=False):
         save_run_checkpoint(os.path.join(directory, "ckpt.pt"), model, opt, step, {"args": vars(args)}, device,
                             time.perf_counter() - t_start)
 
+    if args.eval_at_start and args.eval_every and start == 0:   # the warm start itself, as step 0
+        evaluate_during(args, task, model, directory, device, eval_problems, ks, 0)
     model.train()
     bar = tqdm(range(start, args.steps), initial=start, total=args.steps, desc=f"{args.algo} {args.task}",
                disable=quiet or not main, dynamic_ncols=True)

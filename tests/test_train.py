@@ -176,3 +176,23 @@ def test_training_logprobs_equal_the_samplers():
         with torch.no_grad():
             logp = token_logprobs(model, idx, pos, gen.tokens, temperature)
         torch.testing.assert_close(logp[gen.mask], gen.logprobs[gen.mask], atol=1e-4, rtol=1e-4)
+
+
+def test_eval_at_start_makes_the_warm_start_step_0_of_an_early_stop(tmp_path):
+    """--eval_at_start evaluates the starting weights as step 0 (eval.jsonl) and, with --keep_eval_ckpts, keeps them
+    as ckpt-step0.pt, which the validation of an early stop (results/searched.py:validation_job) reads as a
+    candidate: the warm start's own weights, evaluated with the run's m."""
+    from results.searched import validation_job
+    assert run(tmp_path, "--algo", "vpo", "--eval_every", "1", "--eval_at_start", "--keep_eval_ckpts",
+               "--no_figures") == 0
+    d = tmp_path / "vpo-toy-s0"
+    evals = [json.loads(line) for line in (d / "eval.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in evals] == [0, 1]
+    start, _ = load_checkpoint(str(d / "ckpt-step0.pt"))
+    base, _ = load_checkpoint(json.loads((d / "summary.json").read_text())["init"])
+    assert all(torch.equal(a, b) for a, b in zip(start.state_dict().values(), base.state_dict().values()))
+    assert validation_job(str(d), [2, 4], [3], str(d / "validation.json")) == 0
+    assert set(json.loads((d / "validation.json").read_text())["criterion"]) == {"0", "1", "2"}
+    # without the flag, as before: no step 0
+    assert run(tmp_path, "--algo", "grpo", "--eval_every", "1", "--keep_eval_ckpts", "--no_figures") == 0
+    assert [json.loads(line)["step"] for line in (tmp_path / "grpo-toy-s0" / "eval.jsonl").open()] == [1]
