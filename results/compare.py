@@ -373,8 +373,11 @@ def write_report(setup, out, command, started, failed=(), report=False):
     found, where = read_searches(setup, blocks) if setup.search else ({}, {})
     lines = [f"# results.compare: {title}", ""]
     if key == "solved":
+        matters = setup.search.get("matters")
         lines += ["Problems solved by search per run, the deciding pairs; the method labels are permuted over runs "
-                  "within blocks (results/searched.py):", ""]
+                  "within blocks (results/searched.py)"
+                  + (f"; the smallest difference that matters is {matters:g} problems per run" if matters else "")
+                  + ":", ""]
         lines += table(["pair", "budget", "runs", "difference [95% interval]", "p (exact)", "reading"],
                        verdict_rows(setup, found, where) if len(where) > 1 else []) + [""]
     else:

@@ -98,7 +98,7 @@ def verdict_rows(setup, found, where):
     """The deciding pairs at the deciding budget: [pair, budget, runs, difference [interval], p, reading]."""
     names, budget = arms_of(setup), setup.search["budgets"][-1]
     return [[f"{c.a} − {c.b}", f"{budget} answers", f"{c.n_a} and {c.n_b}", describe(c, 1).split(", p = ")[0],
-             f"{c.p:.3g}", holm_reading(c, r, setup.search.get("matters"), "problems")]
+             f"{c.p:.3g}", holm_reading(c, r, setup.search.get("matters"))]
             for c, r in family(found, where, setup.search["pairs"], budget, names)]
 
 
@@ -167,10 +167,12 @@ def search_lines(setup, found, where, task=None, rule=None):
                 search = kind == "evolve"
                 rows.append([f"{c.a} − {c.b}", title, how, describe(c, 1),
                              f"{holm_p:.3g}, {'rejects' if rejected else 'does not reject'}" if search else "-",
-                             holm_reading(c, rejected, s.get("matters"), "problems") if search else "a description",
+                             holm_reading(c, rejected, s.get("matters")) if search else "a description",
                              *(robustness(found, where, a, b, top, 0.05 / len(pairs)) if search else ("-", "-"))])
     lines += [f"Each pair at {top} answers, problems per run (Holm's rule within each family, search only: the "
-              "adjusted p, and whether it rejects at 0.05). The "
+              "adjusted p, and whether it rejects at 0.05; the 95% interval is each pair's own, not adjusted). "
+              + (f"The smallest difference that matters is {s['matters']:g} problems per run; the reading sets it "
+                 "against the interval. " if s.get("matters") else "") + "The "
               "last two columns: the exact p with each run left out in turn, and the difference the runs would find "
               "with 80% power at Holm's first level (0.05 over the family's pairs), from their spread within blocks:",
               ""]

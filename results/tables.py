@@ -175,19 +175,30 @@ def verdict_lines(runs, pairs, key="pooled_best@k"):
         table(["difference", "step", "k", "runs"] + RUN_HEADER + ["smallest p possible"], rows) + [""]
 
 
-def holm_reading(c, rejected, matters=None, unit=""):
-    """A pair's verdict after Holm's rule (rejected: whether Holm's rule rejects it). A rejected difference below
-    `matters` (the plan's smallest difference that matters, in `unit`) says so; one not separated whose interval lies
-    within ±matters says that instead."""
-    if not rejected:
-        if not c.reading.startswith(("not", "too")):
-            return "not separated (Holm)"
-        within = matters and -matters < c.low and c.high < matters
-        return c.reading + (f"; the interval lies within ±{matters:g}" if within else "")
-    if not matters or abs(c.mean) >= matters:
+def holm_reading(c, rejected, matters=None):
+    """A pair's verdict after Holm's rule (rejected: whether Holm's rule rejects it), read against `matters`, the
+    plan's smallest difference that matters, from the 95% interval (results/PLAN_EARLY_STOP.md, "How the result is
+    read"), never from the mean alone. Separated: the interval's end nearer zero at `matters` or beyond, "A ahead by at
+    least what matters"; its far end below it, "A ahead, by less than what matters"; `matters` inside it, "A ahead;
+    whether by what matters is not resolved". Not separated: the interval within ±matters, "not separated; no
+    difference that matters"; else "not separated; the runs cannot tell". A pair separated alone but not after Holm's
+    rule reads "not separated (Holm)"; too few runs for a test, as c.reading says."""
+    if c.reading.startswith("too"):
         return c.reading
-    that = f"{unit} that matter" if unit else "that matters"
-    return c.reading + f", below the {matters:g} {that}"
+    if not rejected:
+        reading = "not separated" if c.reading.startswith("not") else "not separated (Holm)"
+        if not matters:
+            return reading
+        within = -matters < c.low and c.high < matters
+        return reading + ("; no difference that matters" if within else "; the runs cannot tell")
+    if not matters:
+        return c.reading
+    near, far = (c.low, c.high) if c.mean > 0 else (-c.high, -c.low)   # the interval as a lead of the arm ahead
+    if near >= matters:
+        return c.reading + " by at least what matters"
+    if far < matters:
+        return c.reading + ", by less than what matters"
+    return c.reading + "; whether by what matters is not resolved"
 
 
 def pair_values(runs, pair, key, k):
@@ -230,7 +241,9 @@ def decision_lines(runs, decide, key):
              "The plan's pairs at each run's last step (an arm stopped early: at its t*), runs paired by seed. Holm's "
              "rule holds within each family; \"leaving one run out\" is the range of the exact p with each seed left "
              "out in turn; \"found with 80% power\" is the difference these runs would find at Holm's first level, "
-             "from their own spread." + (f" The smallest difference that matters is {matters:g}." if matters else ""),
+             "from their own spread. The 95% interval is each pair's own, not adjusted by Holm's rule."
+             + (f" The smallest difference that matters is {matters:g}; the reading sets it against the interval."
+                if matters else ""),
              ""]
     lines += table(["pair", "family", "metric", "runs", "mean", "95% interval", "p (exact)", "p (Holm)", "reading",
                     "leaving one run out", "found with 80% power"], rows, note=None) + [""]

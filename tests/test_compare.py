@@ -366,7 +366,7 @@ def exact_p(ds):
 def test_the_decision_holds_each_family_under_holm_as_by_hand():
     """decision_lines: the deciding pairs under Holm's rule, each p by brute force, Holm by hand (the smaller p times
     two, the larger at least that), the p with each seed left out, the readings (ahead, not separated after Holm,
-    below what matters, within ±matters), the gap's growth with k and each arm's t*."""
+    by less than what matters, within ±matters), the gap's growth with k and each arm's t*."""
     from results.tables import decision_lines, family_rows
     up = [0.05, 0.06, 0.04, 0.07, 0.03, 0.08, 0.05]            # VPO − GRPO at k = 48: 7 of one sign
     mixed = [0.01, -0.005, 0.02, 0.015, -0.01, 0.005, -0.02]   # VPO − Max@k
@@ -382,8 +382,8 @@ def test_the_decision_holds_each_family_under_holm_as_by_hand():
     assert [r[0] for r in rows] == ["VPO − Max@k", "VPO − GRPO"] and rows[1][2:4] == ["pooled_best@48", "7"]
     assert rows[1][4] == f"{np.mean(up):+.3f}" and rows[1][6] == f"{p_up:.3g}"
     assert rows[1][7] == f"{2 * p_up:.3g}" and rows[0][7] == f"{max(p_mixed, 2 * p_up):.3g}"   # Holm by hand
-    assert rows[1][8] == "VPO ahead, below the 0.1 that matters"
-    assert rows[0][8] == "not separated; the interval lies within ±0.1"
+    assert rows[1][8] == "VPO ahead, by less than what matters"   # the interval's upper end below 0.1
+    assert rows[0][8] == "not separated; no difference that matters"   # the interval within ±0.1
     assert rows[1][9] == f"{2 / 64:.3g}-{2 / 64:.3g}"   # 6 seeds of one sign, whichever is left out
     left = [exact_p(mixed[:i] + mixed[i + 1:]) for i in range(7)]
     assert rows[0][9] == f"{min(left):.3g}-{max(left):.3g}"

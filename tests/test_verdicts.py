@@ -141,15 +141,26 @@ def test_metric_chooses_the_headline(tmp_path):
     assert f"| VPO − GRPO | 1000 | k=48 | 3 | {run_level(ds, 'VPO', 'GRPO')[0]} |" in head
 
 
-def test_a_separated_difference_below_what_matters_says_so():
+def test_a_reading_sets_what_matters_against_the_interval():
+    """holm_reading reads the 95% interval, not the mean, against the smallest difference that matters
+    (results/PLAN_EARLY_STOP.md, "How the result is read"), with the arms' names swapped where B is ahead."""
     from types import SimpleNamespace
     from results.tables import holm_reading
-    c = lambda mean, text: SimpleNamespace(mean=mean, reading=text, low=mean - 0.5, high=mean + 0.5)
-    reading = lambda c, rejected, matters=None: holm_reading(c, rejected, matters, "problems")
-    assert reading(c(-1.0, "GRPO ahead"), True, 1.4) == "GRPO ahead, below the 1.4 problems that matter"
-    assert reading(c(-2.0, "GRPO ahead"), True, 1.4) == reading(c(-2.0, "GRPO ahead"), True) == "GRPO ahead"
-    assert reading(c(-1.0, "GRPO ahead"), False, 1.4) == "not separated (Holm)"
-    assert reading(c(-1.0, "not separated"), False, 1.4) == "not separated"
+    c = lambda low, high, text: SimpleNamespace(mean=(low + high) / 2, low=low, high=high, reading=text)
+    assert holm_reading(c(1.5, 3.0, "A ahead"), True, 1.4) == "A ahead by at least what matters"
+    assert holm_reading(c(0.3, 3.1, "A ahead"), True, 1.4) == "A ahead; whether by what matters is not resolved"
+    assert holm_reading(c(0.3, 1.3, "A ahead"), True, 1.4) == "A ahead, by less than what matters"
+    assert holm_reading(c(-3.0, -1.4, "B ahead"), True, 1.4) == "B ahead by at least what matters"
+    assert holm_reading(c(-3.0, -0.5, "B ahead"), True, 1.4) == "B ahead; whether by what matters is not resolved"
+    assert holm_reading(c(-1.3, -0.5, "B ahead"), True, 1.4) == "B ahead, by less than what matters"
+    # a mean above what matters does not make the lead one that matters: the interval decides
+    assert holm_reading(c(0.3, 3.5, "A ahead"), True, 1.4).endswith("not resolved")
+    assert holm_reading(c(-1.0, 1.3, "not separated"), False, 1.4) == "not separated; no difference that matters"
+    assert holm_reading(c(-1.0, 2.3, "not separated"), False, 1.4) == "not separated; the runs cannot tell"
+    assert holm_reading(c(0.1, 2.3, "A ahead"), False, 1.4) == "not separated (Holm); the runs cannot tell"
+    assert holm_reading(c(0.1, 2.3, "A ahead"), False) == "not separated (Holm)"
+    assert holm_reading(c(0.1, 2.3, "A ahead"), True) == "A ahead"
+    assert holm_reading(c(-1.0, 1.3, "too few runs for a test"), False, 1.4) == "too few runs for a test"
 
 
 def test_search_heldout_md_holds_what_report_writes():
