@@ -63,9 +63,9 @@ def rollout(model, task, problems, m, num_samples, temperature, generator=None, 
     prompts = [prompt_ids(task, p, m, None if weights is None else weights[i]) for i, p in enumerate(problems)]
     T = task.max_new_tokens(m)                                  # m answers of task.answer_tokens, m - 1 separators
     uniforms = None if seeds is None else prompt_uniforms(seeds, num_samples, T, next(model.parameters()).device)
-    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=tok.END_ID,
+    gen = generate(model, prompts, T, num_samples, temperature, top_p=top_p, stop_token=task.stop_id,
                    generator=generator, uniforms=uniforms, amp=amp, budget=answer_budget(task, m))
-    texts = completion_texts(gen)
+    texts = completion_texts(gen, task)
     G = num_samples
     scored = [task.score_rollouts(p, texts[i * G:(i + 1) * G], m) for i, p in enumerate(problems)]  # (G, m, D) each
     rewards = torch.from_numpy(np.stack([r for r, _ in scored]))                   # (B, G, m, D)
@@ -74,29 +74,21 @@ def rollout(model, task, problems, m, num_samples, temperature, generator=None, 
 
 
 def prompt_ids(task, problem, m, weights=None):
-    """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
-    goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, docs/paper.md "Baselines")."""
-    text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
-    return [tok.BOS_ID] + tok.encode(text)
-
-
-def weights_line(weights):
-    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
-    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
+    """Token ids the model is conditioned on (Task.prompt_ids: the byte-level GPT's <|bos|> and prompt, or a chat
+    model's conversation, tasks/chat.py), with a goal-conditioned prompt's weights line."""
+    return task.prompt_ids(problem, m, weights)
 
 
 def answer_budget(task, m):
     """Every answer of an m-answer completion gets the task's single-answer room (AnswerBudget)."""
-    return AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
+    return AnswerBudget(m, task.answer_tokens, task.sep_id)
 
 
-def completion_texts(gen):
-    """Decoded completions of a Generation: the masked-in tokens, without the final <|end|>."""
-    texts = []
-    for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist()):
-        ids = [t for t, keep in zip(row, mask) if keep]
-        texts.append(tok.decode(ids[:-1] if ids and ids[-1] == tok.END_ID else ids))
-    return texts
+def completion_texts(gen, task):
+    """Decoded completions of a Generation, the masked-in tokens, as the task's parse reads them
+    (Task.completion_text: for the byte-level GPT the text without the final <|end|>)."""
+    return [task.completion_text([t for t, keep in zip(row, mask) if keep])
+            for row, mask in zip(gen.tokens.tolist(), gen.mask.tolist())]
 
 
 def slot_rewards(rewards, mask, answers, key=None):
@@ -389,24 +381,24 @@ def main(argv=None):
             except (ValueError, RuntimeError) as e:
                 raise UsageError(f"--problem {args.problem}: {e}") from None
             weights = eval_weights(run, task)  # a goal-conditioned policy's prompt ends with the w* line
-            text = task.prompt(problem, m) + ("" if weights is None else weights_line(weights))
+            prompt = task.prompt_ids(problem, m, weights)
         else:
-            text = (args.prompt or "").replace("\\n", "\n")
-        prompt = [tok.BOS_ID] + tok.encode(text)
+            prompt = [tok.BOS_ID] + tok.encode((args.prompt or "").replace("\\n", "\n"))
         max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
         budget = None if task is None else answer_budget(task, m)  # every answer its own room, as in training
         out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
-                       stop_token=tok.END_ID, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp,
-                       budget=budget)
+                       stop_token=tok.END_ID if task is None else task.stop_id,
+                       generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp, budget=budget)
     except (UsageError, ValueError) as e:  # ValueError: generate refusing the prompt's length
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"--- prompt\n{text}")
+    decode = tok.decode if task is None else task.decode
+    print(f"--- prompt\n{decode(prompt)}")
     for i in range(args.num_samples):
-        completion = tok.decode(out.tokens[i][out.mask[i]].tolist())
-        print(f"--- sample {i} ({int(out.lengths[i])} tokens)\n{completion}")
+        ids = out.tokens[i][out.mask[i]].tolist()
+        print(f"--- sample {i} ({int(out.lengths[i])} tokens)\n{decode(ids)}")
         if task is not None:
-            for answer in task.parse(completion.removesuffix(tok.END), m):
+            for answer in task.parse(task.completion_text(ids), m):
                 r = task.score(problem, answer)
                 print(f"    {answer!r:<34} r = {[round(float(x), 2) for x in r]}  w*r = {float(r @ task.deploy_weights):.3f}")
     return 0

@@ -164,7 +164,7 @@ def evolve(model, task, problems, m, budget, unit="answers", init=None, parents_
         gen = generate(model, prompts, max_new, 1, temperature, stop_token=tok.END_ID, generator=generator, amp=amp,
                        budget=answer_budget(task, m), written=written)
         spent = sum(pop.used for pop in pops)
-        for pop, prefix, text in zip(owners, prefixes, completion_texts(gen)):
+        for pop, prefix, text in zip(owners, prefixes, completion_texts(gen, task)):
             pop.add(task.parse(prefix + text, m))
         if sum(pop.used for pop in pops) == spent:  # a round that spends nothing would repeat forever
             raise RuntimeError("evolve: a round of samples spent no budget (Population.done and add disagree)")

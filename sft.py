@@ -67,10 +67,9 @@ def demonstration_batch(task, cfg, step, device="cpu", indices=None):
         # the base reads such prompts without having been shown how to use them
         w = rng.dirichlet(np.ones(task.dim)) if cfg.goal_prompts else None
         prompts.append(prompt_ids(task, p, m, w))
-        rows += [tok.encode_special(task.demonstration(p, m, rng, style=cfg.style)) + [tok.END_ID]
-                 for _ in range(g)]
+        rows += [task.demonstration_ids(p, m, rng, style=cfg.style) for _ in range(g)]   # closed by the stop token
     lens = torch.tensor([len(r) for r in rows])
-    tokens = torch.tensor([r + [tok.END_ID] * (int(lens.max()) - len(r)) for r in rows])
+    tokens = torch.tensor([r + [task.stop_id] * (int(lens.max()) - len(r)) for r in rows])
     mask = torch.arange(tokens.shape[1])[None, :] < lens[:, None]                  # (B, T): each row's own tokens
     return prompts, tokens.to(device), mask.to(device)
 

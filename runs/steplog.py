@@ -12,7 +12,6 @@ import vpo
 from metrics import diversity, hack_flags, hack_rates
 from runs import dist
 from sample import slot_rewards
-from tasks import tokenizer as tok
 
 
 def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_rewards, all_mask, scores, losses,
@@ -49,7 +48,7 @@ def step_log(step, cfg, task, problems, gen, texts, m, rewards, mask, all_reward
     tmask = gen.sampled
     n_tokens = float(dist.all_sum(tmask.sum()))
     seconds = time.perf_counter() - t0
-    written = [len(tok.encode(a)) for row in answers for a in row if a]                # non-empty answer slots
+    written = [task.count_tokens(a) for row in answers for a in row if a]                # non-empty answer slots
     return {"step": step + 1, "deploy_reward": float(deploy), "set_reward": float(set_r.mean()),
             "diversity": float(np.mean([diversity(all_rewards[b], mask=all_mask[b]) for b in range(B)])),
             **{k: float(np.mean([s[k] for s in stats])) for k in ("entropy", "kl", "clip_frac", "ratio", "loss")},

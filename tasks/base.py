@@ -18,7 +18,12 @@ import hashlib
 
 import numpy as np
 
-from tasks.tokenizer import SEP, encode
+from tasks.tokenizer import BOS_ID, END_ID, SEP, SEP_ID, decode, encode, encode_special
+
+
+def weights_line(weights) -> str:
+    """The goal-conditioned prompt's last line: the weight vector w the answers will be scored with."""
+    return "weights " + " ".join(f"{float(w):.2f}" for w in weights) + "\n"
 
 
 def in_test_split(key: str) -> bool:
@@ -105,6 +110,32 @@ class Task:
         """Two coordinates per reward vector (n, D) -> ((n, 2), axis labels) for the answer scatter plots:
         by default the first two objectives."""
         return np.asarray(vectors)[:, :2], tuple(self.objectives[:2])
+
+    # --- the model's tokens: the from-scratch GPT's byte-level tokenizer (tasks/chat.py: a chat model's) --------
+    stop_id, sep_id = END_ID, SEP_ID   # what ends a completion; what closes one answer and opens the next
+
+    def prompt_ids(self, problem, m: int, weights=None) -> list[int]:
+        """Token ids the model is conditioned on: <|bos|> then the prompt text (never special tokens), and for a
+        goal-conditioned prompt a last line with the weights w (goal-conditioned GRPO, docs/paper.md "Baselines")."""
+        return [BOS_ID] + encode(self.prompt(problem, m) + ("" if weights is None else weights_line(weights)))
+
+    def demonstration_ids(self, problem, m: int, rng: np.random.Generator, style: str = "diverse") -> list[int]:
+        """A demonstration's tokens (our own text, so <|sep|> becomes its id), closed by the stop token."""
+        return encode_special(self.demonstration(problem, m, rng, style=style)) + [self.stop_id]
+
+    def completion_text(self, ids) -> str:
+        """A completion's tokens -> the text parse reads: decoded, without the final stop token."""
+        ids = [int(i) for i in ids]
+        return decode(ids[:-1] if ids and ids[-1] == self.stop_id else ids)
+
+    @staticmethod
+    def decode(ids) -> str:
+        """Tokens -> text as the model wrote it, special tokens by name (what sample.py prints)."""
+        return decode(ids)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of a text in the model's tokenizer (the logs' answer lengths)."""
+        return len(encode(text))
 
     # --- shared --------------------------------------------------------------------------------------------
     def check_style(self, style: str):

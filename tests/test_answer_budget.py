@@ -143,7 +143,7 @@ def test_an_over_long_first_answer_leaves_room_for_the_others(name, letters):
     # without the room, the first answer took every token (what the fix is about)
     old = generate(model, [prompt_ids(task, problems[0], m)], task.max_new_tokens(m), 4,
                    stop_token=tok.END_ID, generator=torch.Generator().manual_seed(0))
-    assert all(task.parse(t, m)[1:] == ["", ""] for t in completion_texts(old))
+    assert all(task.parse(t, m)[1:] == ["", ""] for t in completion_texts(old, task))
     assert answer_budget(task, m) == AnswerBudget(m, task.answer_tokens, tok.SEP_ID)
 
 
