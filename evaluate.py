@@ -50,16 +50,11 @@ from metrics import (best_at_k, dimension_geometry, diversity, expected_best_at_
 from runs import dist
 from runs.seeding import step_seed
 from sample import rollout, slot_rewards
-from tasks import Task
 
 
 # The metrics given at several k, in the order summary.json and log.jsonl hold them: {k: value} under each name.
 PER_K = ("best@k", "pass@k", "E_w[best@k]", "pass_hidden@k", "pass_target@k", "pooled_best@k", "pooled_pass@k",
          "pooled_pass_target@k")
-
-
-def _has_hidden_tests(task):
-    return type(task).solved_hidden is not Task.solved_hidden
 
 
 @torch.no_grad()
@@ -109,7 +104,7 @@ class Scoring:
         self.weights = weights if weights is not None else \
             vpo.sample_weights(1, num_weights, task.dim, generator=torch.Generator().manual_seed(seed))[0]
         self.w_star = torch.as_tensor(task.deploy_weights, dtype=torch.float32)
-        self.hidden = _has_hidden_tests(task)
+        self.hidden = task.has_hidden_tests
         self.target = task.checks_target
 
 

@@ -15,8 +15,9 @@ positions are explicit per row, so pad slots shift nothing and are never attende
 Log-probs that feed a loss are taken in fp32: the final norm and the output head run outside bf16 autocast
 (head_logprobs). On CPU autocast is off anyway, so this changes nothing there.
 
-Checkpoints are plain dicts of tensors and Python values ({"config": ..., "model": state_dict, ...}) written
-atomically and read with torch.load(weights_only=True), so loading one never runs pickled code.
+Checkpoints are plain dicts of tensors and Python values ({"config": ..., "arch": "gpt", "model": state_dict, ...})
+written atomically and read with torch.load(weights_only=True), so loading one never runs pickled code. They hold a
+GPT or a Llama-family model (llama.py, the same interface); "arch" says which (a checkpoint without it is a GPT).
 """
 import math
 import os
@@ -25,6 +26,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from llama import Llama, LlamaConfig
 
 
 @dataclass
@@ -56,7 +59,8 @@ class SharedPrefix:
     """The training-time shared prompt block: the prompts are encoded once (P rows), and every completion row
     attends to its prompt's keys and values, which keep their autograd graph, so gradients of all G rows flow
     into the one prompt encoding. Use: model(prefix, kv_cache=sp); x = model(inputs, kv_cache=sp).
-        prompt part: (P, H, Tp, hd) per layer, left-padded, start[p] = first real slot
+        prompt part: (P, Hkv, Tp, hd) per layer, left-padded, start[p] = first real slot (Hkv key/value heads: H for
+                     a GPT, fewer for a Llama with grouped-query attention, query head h reading kv head h // (H/Hkv))
         row r continues prompt owner[r]; its t-th input sits at position Tp - start[owner[r]] + t.
     """
 
@@ -82,11 +86,11 @@ class SharedPrefix:
         if not self.prefilled:
             self.keys.append(k)
             self.values.append(v)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p)
-        if self.prompt_len:  # the prompt's keys, gathered per row (backward sums the G rows' gradients)
-            k = torch.cat([self.keys[layer][self.owner], k], dim=2)                       # (R, H, Tp + T, hd)
+        elif self.prompt_len:  # the prompt's keys, gathered per row (backward sums the G rows' gradients)
+            k = torch.cat([self.keys[layer][self.owner], k], dim=2)                       # (R, Hkv, Tp + T, hd)
             v = torch.cat([self.values[layer][self.owner], v], dim=2)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, dropout_p=dropout_p,
+                                              enable_gqa=k.shape[1] < q.shape[1])
 
 
 class CausalSelfAttention(nn.Module):
@@ -276,10 +280,15 @@ class CheckpointError(Exception):
     """A checkpoint that is missing, truncated or not one of ours."""
 
 
+ARCHS = {"gpt": (GPTConfig, GPT), "llama": (LlamaConfig, Llama)}  # a checkpoint's "arch": its config and model
+
+
 def save_checkpoint(path, model, **extra):
-    """Write {"config", "model", **extra} to path atomically: a temp file in the same directory, then rename."""
+    """Write {"config", "arch", "model", **extra} to path atomically: a temp file in the same directory, then
+    rename."""
     model = getattr(model, "_orig_mod", model)  # a torch.compile'd model saves its plain state_dict
-    state = {"config": asdict(model.config), "model": model.state_dict(), **extra}
+    arch = "llama" if isinstance(model, Llama) else "gpt"
+    state = {"config": asdict(model.config), "arch": arch, "model": model.state_dict(), **extra}
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         torch.save(state, tmp)
@@ -295,9 +304,12 @@ def load_checkpoint(path, device="cpu"):
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
         state = torch.load(path, map_location=device, weights_only=True)
-        config = GPTConfig(**state["config"])
+        arch = state.get("arch", "gpt")                                   # written before llama.py: a GPT
+        if arch not in ARCHS:
+            raise ValueError(f"unknown architecture {arch!r}")
+        config_cls, model_cls = ARCHS[arch]
         sd = {k.removeprefix("_orig_mod."): v for k, v in state["model"].items()}
-        model = GPT(config).to(device)
+        model = model_cls(config_cls(**state["config"])).to(device)
         model.load_state_dict(sd)
     except Exception as e:  # truncated zip, foreign pickle, missing keys, wrong shapes
         raise CheckpointError(f"cannot load checkpoint {path}: {type(e).__name__}: {e}") from None

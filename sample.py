@@ -351,13 +351,18 @@ def precision(device, amp=True):
 
 
 def main(argv=None):
-    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, add_device_flags, eval_weights, load_model, \
-        load_run, number, pick_device, use_amp
+    from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, add_device_flags, chat_task, eval_weights, \
+        is_pretrained, load_model, load_pretrained_model, load_run, make_task, number, pick_device, \
+        pretrained_tokenizer, task_name, use_amp
 
-    ap = Parser(description="Print samples from a checkpoint.")
-    ap.add_argument("--ckpt", required=True, help="checkpoint written by train.py")
+    ap = Parser(description="Print samples from a checkpoint, or from a pretrained model before any training.")
+    ap.add_argument("--ckpt", required=True,
+                    help="checkpoint written by train.py, or a pretrained model (smollm2, FILE.gguf or a folder)")
     ap.add_argument("--prompt", default=None,
-                    help="prompt text (\\n for newlines); default: a held-out problem of the checkpoint's task")
+                    help="prompt text (\\n for newlines; a chat model's user message); default: a held-out problem of "
+                         "the checkpoint's task")
+    ap.add_argument("--task", default="toy", type=task_name,
+                    help="a pretrained --ckpt's task, without --prompt (its prompt asks for 3 answers in tags)")
     ap.add_argument("--problem", type=number(int, 0, MAX_PROBLEMS - 1), default=0,
                     help="which held-out problem, without --prompt")
     ap.add_argument("--num_samples", type=number(int, 1, 1024), default=4, help="completions to draw")
@@ -367,32 +372,43 @@ def main(argv=None):
     ap.add_argument("--top_p", type=number(float, high=1, above=0), default=None, help="nucleus sampling mass")
     ap.add_argument("--seed", type=SEED, default=0, help="sampling seed")
     add_device_flags(ap)
-    task = problem = None
+    task = problem = tk = None
     try:
         args = ap.parse_args(argv)
         device = pick_device(args.device)
-        model, state = load_model(args.ckpt, device)
+        if is_pretrained(args.ckpt):   # the pretrained model itself
+            model, p = load_pretrained_model(args.ckpt, device)
+            state, tk = {}, p.tokenizer
+        else:
+            model, state = load_model(args.ckpt, device)
         saved = state.get("args") if isinstance(state.get("args"), dict) else {}
+        if is_pretrained(saved.get("init")):   # a run that started from a pretrained model: its tokenizer
+            tk = pretrained_tokenizer(saved["init"])
         amp = use_amp(args.dtype, saved.get("dtype", "auto"))  # auto: the run's precision
-        if args.prompt is None and "args" in state:  # a train.py checkpoint: sample on its task
-            _, run, task, m = load_run(args.ckpt)
+        if args.prompt is None and ("args" in state or tk is not None):  # a held-out problem of the task
+            if "args" in state:
+                _, run, task, m = load_run(args.ckpt)
+                weights = eval_weights(run, task)  # a goal-conditioned policy's prompt ends with the w* line
+            else:
+                task, m, weights = chat_task(make_task(args.task, []), args.ckpt, 3, tk), 3, None
             try:
                 problem = task.problems("test", args.problem + 1, seed=0)[args.problem]
             except (ValueError, RuntimeError) as e:
                 raise UsageError(f"--problem {args.problem}: {e}") from None
-            weights = eval_weights(run, task)  # a goal-conditioned policy's prompt ends with the w* line
             prompt = task.prompt_ids(problem, m, weights)
         else:
-            prompt = [tok.BOS_ID] + tok.encode((args.prompt or "").replace("\\n", "\n"))
+            text = (args.prompt or "").replace("\\n", "\n")
+            prompt = tk.encode_chat(text) if tk else [tok.BOS_ID] + tok.encode(text)
         max_new = min(args.max_new_tokens, model.config.block_size - len(prompt))
         budget = None if task is None else answer_budget(task, m)  # every answer its own room, as in training
+        stop = task.stop_id if task else tk.eos_id if tk else tok.END_ID
         out = generate(model.eval(), [prompt], max_new, args.num_samples, args.temperature, args.top_k, args.top_p,
-                       stop_token=tok.END_ID if task is None else task.stop_id,
-                       generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp, budget=budget)
+                       stop_token=stop, generator=torch.Generator(device=device).manual_seed(args.seed), amp=amp,
+                       budget=budget)
     except (UsageError, ValueError) as e:  # ValueError: generate refusing the prompt's length
         print(f"error: {e}", file=sys.stderr)
         return 2
-    decode = tok.decode if task is None else task.decode
+    decode = task.decode if task else tk.decode if tk else tok.decode
     print(f"--- prompt\n{decode(prompt)}")
     for i in range(args.num_samples):
         ids = out.tokens[i][out.mask[i]].tolist()

@@ -170,12 +170,13 @@ def new_model(config, base_seed, device):
 
 
 def warm_start(task_name, task, task_opt, config, cfg, out_dir, device, quiet=True, compile=False, meta=None,
-               ckpt_every=25):
+               ckpt_every=25, start=None, source=None):
     """The cached base for this task, model and warm start, BASE/ckpt.pt (BASE = runs.dirs.base_dir), trained
-    here if missing. The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start
+    here if missing, from a fresh GPT of config, or from `start`, a pretrained model whose weights have the digest
+    `source` (runs.dirs.state_digest; part of the cache key). The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start
     resumes from there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock,
     then uses it. Under torchrun rank 0 alone looks, takes the lock and writes; every rank trains its share."""
-    directory = base_dir(out_dir, task_name, task_opt, config, cfg, device)
+    directory = base_dir(out_dir, task_name, task_opt, config, cfg, device, source)
     path, partial = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "partial.pt")
     main = dist.is_main()
     if dist.broadcast(os.path.isfile(path) if main else None):
@@ -186,7 +187,7 @@ def warm_start(task_name, task, task_opt, config, cfg, out_dir, device, quiet=Tr
                                                                           f"{directory}; waiting")))
         if dist.broadcast(os.path.isfile(path) if main else None):  # the run we waited for trained it
             return path
-        model, state = new_model(config, cfg.base_seed, device), None
+        model, state = (new_model(config, cfg.base_seed, device) if start is None else start), None
         if dist.broadcast(os.path.isfile(partial) if main else None):
             saved, state = load_model(partial, device, need=("step", "optimizer"))
             if state.get("device", device.type) == device.type:  # else its optimizer is another device's: start over

@@ -31,8 +31,9 @@ from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, add_device_flags, answers_per_rollout, eval_weights, \
-    geometry_of, load_model, number, set_deterministic, task_name
-from runs.dirs import base_dir, commit, create_run_dir, machine, save_run_checkpoint, truncate_logs, weights_digest
+    geometry_of, is_pretrained, load_model, number, set_deterministic, task_name
+from runs.dirs import (base_dir, commit, create_run_dir, machine, save_run_checkpoint, state_digest, truncate_logs,
+                       weights_digest)
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
 from sample import rollout
@@ -67,7 +68,10 @@ def get_parser():
     a.add_argument("--seed", type=SEED, default=0, help="seed of the RL run (problems, sampling, weights)")
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
-    a.add_argument("--init", default=None, help="start from this checkpoint instead of the cached warm start")
+    a.add_argument("--init", default=None,
+                   help="start RL from this checkpoint instead of the cached warm start; or a pretrained model (smollm2, "
+                        "FILE.gguf or a Hugging Face folder: docs/pretrained.md), warm-started on the task's "
+                        "demonstrations first")
     a.add_argument("--warm_start_digest", default=None, metavar="HEX", help="refuse to start unless the warm start's "
                    "weights have this digest (summary.json's \"warm_start\"; results.compare sets it from a seed's "
                    "committed runs)")
@@ -87,7 +91,8 @@ def get_parser():
     a.add_argument("--sft_steps", type=COUNT, default=None,
                    help="supervised steps (default: the task's warm_start_steps: 300, code 1500)")
     a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
-    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=2e-3, help="peak lr (cosine to 10%%)")
+    a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=None,
+                   help="peak lr, cosine to 10%% (default 2e-3; 1e-4 from a pretrained --init)")
     a.add_argument("--sft_group", type=COUNT, default=1, help="demonstrations per problem in a batch")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
@@ -114,7 +119,8 @@ def get_parser():
                    help=f"k of Max@k (default max(2, G // 2), < G) ({readers('max_at_k')})")
     a.add_argument("--scale", default="group", choices=vpo.SCALES,
                    help=f"advantage std: group, batch or none ({readers('scale')})")
-    a.add_argument("--lr", type=number(float, high=1, above=0), default=3e-5, help="AdamW learning rate (constant)")
+    a.add_argument("--lr", type=number(float, high=1, above=0), default=None,
+                   help="AdamW learning rate, constant (default 3e-5; 1e-5 from a pretrained --init)")
     a.add_argument("--warmup_steps", type=number(int, 0), default=0, help="linear learning-rate warmup, in steps")
     a.add_argument("--beta2", type=number(float, high=1, above=0), default=0.999, help="AdamW beta2 (the authors')")
     a.add_argument("--weight_decay", type=NONNEGATIVE, default=0.01, help="AdamW weight decay (the authors')")
@@ -358,9 +364,13 @@ def main(argv=None):
             else:  # the cached base (its checkpoint records the arguments of an sft run)
                 meta = {"args": {**vars(args), "algo": "sft", "eval_every": 0, "init_path": None,
                                  "goal_prompts": sft.goal_prompts}}
-                args.init_path = args.init or warm_start(args.task, task, args.task_opt, config, sft, args.out_dir,
-                                                         device, args.quiet, args.compile, meta, args.ckpt_every)
-                model = model or load_model(args.init_path, device)[0]
+                pretrained = is_pretrained(args.init)   # warm-started from its weights, like the GPT from its init
+                args.init_path = (args.init if args.init and not pretrained else
+                                  warm_start(args.task, task, args.task_opt, model.config if pretrained else config, sft,
+                                             args.out_dir, device, args.quiet, args.compile, meta, args.ckpt_every,
+                                             start=model if pretrained else None,
+                                             source=state_digest(model.state_dict()) if pretrained else None))
+                model = load_model(args.init_path, device)[0] if pretrained or model is None else model
             check_warm_start(args.init_path, args.warm_start_digest)
             if dist.is_main():
                 create_run_dir(directory, args.overwrite)  # refuses a directory that appeared meanwhile

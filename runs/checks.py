@@ -9,10 +9,14 @@ import numpy as np
 
 import vpo
 from runs import dist
-from runs.cli import UsageError, given_flags, load_model, make_task, pick_device
+from runs.cli import (UsageError, chat_task, given_flags, is_pretrained, load_model, load_pretrained_model, make_task,
+                      pick_device)
 from runs.dirs import check_out_dir, check_overwritable, check_resume_device, check_run_name, resumed_args
 from sample import prompt_ids
 from tasks.geometry import parse_geometry
+
+# --sft_lr and --lr when not given: (flag, for a model trained from scratch, for a pretrained --init; chosen, not tuned)
+LEARNING_RATES = (("sft_lr", 2e-3, 1e-4), ("lr", 3e-5, 1e-5))
 
 
 def check_args(args, ks):
@@ -138,6 +142,10 @@ def prepare(argv, parser, may_change, ks_of):
         check_options(args.algo, given_flags(parser(), argv), args.alpha, args.weight_sampler)
     probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
     task = make_task(args.task, args.task_opt, probe)
+    pretrained = is_pretrained(args.init)
+    for name, ours, theirs in LEARNING_RATES:   # the defaults differ for a model trained from scratch
+        if getattr(args, name) is None:
+            setattr(args, name, theirs if pretrained else ours)
     check_args(args, ks_of(args))
     device = pick_device(args.device)
     if args.resume:
@@ -145,7 +153,9 @@ def prepare(argv, parser, may_change, ks_of):
     if args.dtype == "bfloat16" and device.type != "cuda":
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
     if not args.resume and args.init is not None:
-        model = load_model(args.init, device)[0]
+        model = (load_pretrained_model(args.init, device)[0] if pretrained else load_model(args.init, device)[0])
+    if pretrained:   # a chat model reads the task in its own tokens, and writes its answers in numbered tags
+        task = chat_task(task, args.init, args.num_answers)
     if model is not None:  # the shape is the model's, so that the saved and printed arguments describe it
         args.block_size, args.n_layer, args.n_head, args.n_embd = (model.config.block_size, model.config.n_layer,
                                                                      model.config.n_head, model.config.n_embd)

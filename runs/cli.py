@@ -5,6 +5,7 @@ task options, devices, and loading a train.py run for evaluate.py, sample.py and
     args = Parser().parse_args(argv)              # a mistake raises UsageError: "error: ..." and exit code 2
     model, args, task, m = load_run("out/vpo-maze-s0/ckpt.pt")
     weights = eval_weights(args, task)            # w* for a goal-conditioned run, whose prompts carry it
+    model, p = load_pretrained_model("smollm2")   # --init's pretrained model (pretrained.py) as a llama.Llama
 """
 import argparse
 import math
@@ -94,6 +95,45 @@ def make_task(name, task_opt, probe=(("train", 1),)):
     return task
 
 
+def is_pretrained(init):
+    """Whether --init names a pretrained model (pretrained.py: "smollm2", a .gguf file or a Hugging Face folder)
+    rather than one of our checkpoints."""
+    return init is not None and (init == "smollm2" or init.endswith(".gguf") or os.path.isdir(init))
+
+
+def load_pretrained_model(spec, device="cpu"):
+    """A pretrained model (pretrained.load_pretrained) as a llama.Llama in fp32 -> (model, its Pretrained), its
+    errors as UsageError."""
+    from llama import Llama, LlamaConfig
+    from pretrained import PretrainedError, load_pretrained
+    try:
+        p = load_pretrained(spec)
+    except PretrainedError as e:
+        raise UsageError(f"--init {spec}: {e}") from None
+    model = Llama(LlamaConfig(**p.config))
+    model.load_state_dict(p.state_dict)
+    return model.to(device), p
+
+
+def pretrained_tokenizer(spec):
+    """The tokenizer of the pretrained model `spec` (pretrained.load_tokenizer), its errors as UsageError."""
+    from pretrained import PretrainedError, load_tokenizer
+    try:
+        return load_tokenizer(spec)
+    except PretrainedError as e:
+        raise UsageError(f"--init {spec}: {e}") from None
+
+
+def chat_task(task, spec, m, tokenizer=None):
+    """The task as the pretrained model `spec` reads and writes it (tasks/chat.py), its room sized for m answers;
+    tokenizer: the model's, if already read."""
+    from tasks.chat import ChatTask
+    try:
+        return ChatTask(task, tokenizer or pretrained_tokenizer(spec), m)
+    except ValueError as e:
+        raise UsageError(f"--init {spec}: {e}") from None
+
+
 def answers_per_rollout(algo, num_answers):
     """m: answers per rollout of a method (vpo.METHODS); a warm-start base (sft) is evaluated as a multi-answer
     model."""
@@ -138,7 +178,7 @@ def load_model(path, device="cpu", need=()):
         model, state = load_checkpoint(path, device)
     except CheckpointError as e:
         raise UsageError(str(e)) from None
-    if model.config.vocab_size != tok.vocab_size:
+    if state.get("arch", "gpt") == "gpt" and model.config.vocab_size != tok.vocab_size:
         raise UsageError(f"{path}: a model of {model.config.vocab_size} tokens, not the tokenizer's {tok.vocab_size}")
     missing = [k for k in need if k not in state]
     if missing:
@@ -155,7 +195,10 @@ def load_run(path, device="cpu", probe=(("test", 1),)):
         task_name, task_opt, m = args.task, list(args.task_opt), answers_per_rollout(args.algo, args.num_answers)
     except (AttributeError, TypeError, KeyError):
         raise UsageError(f"{path} is not a train.py run checkpoint (its args lack task, task_opt or algo)") from None
-    return model.eval(), args, make_task(task_name, task_opt, probe), m
+    task = make_task(task_name, task_opt, probe)
+    if is_pretrained(getattr(args, "init", None)):   # a pretrained model's run: its tokens and its tags
+        task = chat_task(task, args.init, args.num_answers)
+    return model.eval(), args, task, m
 
 
 def eval_weights(run, task):

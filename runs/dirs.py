@@ -50,15 +50,16 @@ def check_out_dir(path):
         raise UsageError(f"--out_dir {path}: {existing} is not writable")
 
 
-def base_dir(out_dir, task_name, task_opt, config, sft, device):
-    """The warm-start cache entry for this task, model (GPTConfig) and every setting the supervised phase reads
-    (sft: an sft.SFTConfig; precision as resolved on this device; not --compile or the device type, which change
-    only rounding)."""
+def base_dir(out_dir, task_name, task_opt, config, sft, device, source=None):
+    """The warm-start cache entry for this task, model (GPTConfig, or a pretrained model's LlamaConfig with source,
+    the digest of its weights) and every setting the supervised phase reads (sft: an sft.SFTConfig; precision as
+    resolved on this device; not --compile or the device type, which change only rounding)."""
     key = {"task": task_name, "n_layer": config.n_layer, "n_head": config.n_head, "n_embd": config.n_embd,
            "block_size": config.block_size, "sft_steps": sft.steps, "sft_batch_size": sft.batch_size,
            "sft_lr": sft.lr, "sft_group": sft.group, "base_seed": sft.base_seed, "num_answers": sft.num_answers,
            "warm_start": sft.style, "grad_clip": sft.grad_clip, "goal_prompts": sft.goal_prompts,
-           "format": BASE_FORMAT, "task_opt": parse_task_options(task_opt), "bf16": device.type == "cuda" and sft.amp}
+           "format": BASE_FORMAT, "task_opt": parse_task_options(task_opt), "bf16": device.type == "cuda" and sft.amp,
+           **({"pretrained": source} if source else {})}
     digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()
     return os.path.join(out_dir, "base", f"{task_name}-{digest[:10]}")
 
@@ -194,7 +195,11 @@ def machine():
 def weights_digest(path):
     """The first 8 hex digits of the SHA-1 of a checkpoint's weights (every tensor of its model, by name): two runs
     started from the same warm start record the same digest. Recorded in summary.json as "warm_start"."""
-    state = torch.load(path, map_location="cpu", weights_only=True)["model"]
+    return state_digest(torch.load(path, map_location="cpu", weights_only=True)["model"])
+
+
+def state_digest(state):
+    """weights_digest of a state dict (name -> tensor)."""
     h = hashlib.sha1()
     for name in sorted(state):
         h.update(name.encode())

@@ -92,6 +92,11 @@ class Task:
         return type(self).equals_target is not Task.equals_target
 
     @property
+    def has_hidden_tests(self) -> bool:
+        """Whether the task overrides solved_hidden (held-out checks beyond the reward's)."""
+        return type(self).solved_hidden is not Task.solved_hidden
+
+    @property
     def solved_rule(self) -> str:
         """The rule solves() applies, as result files record it: "target" (the answer equals the target) where
         the task can check it, else "reward" (solved(vector))."""

@@ -11,6 +11,7 @@ import search
 import train
 import vpo
 from runs.seeding import prompt_weights
+from sft import SFTConfig
 from tasks.geometry import parse_geometry
 
 # a value other than the default for each option (sobol draws Dir(1) only, so alpha's value is tested with iid)
@@ -99,9 +100,12 @@ def parser_defaults(parser):
 
 
 def test_library_defaults_are_the_command_lines():
+    from runs.checks import LEARNING_RATES
     flags = parser_defaults(train.get_parser())
+    flags.update({name: ours for name, ours, _ in LEARNING_RATES if flags[name] is None})   # a from-scratch model's
     for field in dataclasses.fields(train.RLConfig):
         assert flags[field.name] == field.default, field.name
+    assert flags["sft_lr"] == SFTConfig.lr
     for fn in (search.evolve, search.sample_until_solved, search.Population):
         assert inspect.signature(fn).parameters["unit"].default == "answers"
     assert parser_defaults(search.get_parser())["unit"] == "answers"

