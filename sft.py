@@ -173,9 +173,10 @@ def warm_start(task_name, task, task_opt, config, cfg, out_dir, device, quiet=Tr
                ckpt_every=25, start=None, source=None):
     """The cached base for this task, model and warm start, BASE/ckpt.pt (BASE = runs.dirs.base_dir), trained
     here if missing, from a fresh GPT of config, or from `start`, a pretrained model whose weights have the digest
-    `source` (runs.dirs.state_digest; part of the cache key). The run holding BASE/.lock trains it, checkpointing to BASE/partial.pt (a killed warm start
-    resumes from there); ckpt.pt appears by an atomic rename when complete. A concurrent run waits for the lock,
-    then uses it. Under torchrun rank 0 alone looks, takes the lock and writes; every rank trains its share."""
+    `source` (runs.dirs.state_digest; part of the cache key). The run holding BASE/.lock trains it, checkpointing
+    to BASE/partial.pt (a killed warm start resumes from there); ckpt.pt appears by an atomic rename when complete.
+    A concurrent run waits for the lock, then uses it. Under torchrun rank 0 alone looks, takes the lock and writes;
+    every rank trains its share."""
     directory = base_dir(out_dir, task_name, task_opt, config, cfg, device, source)
     path, partial = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "partial.pt")
     main = dist.is_main()

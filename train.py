@@ -30,10 +30,10 @@ from evaluate import evaluate, report
 from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
-from runs.cli import COUNT, PROBLEMS, SEED, Parser, UsageError, add_device_flags, answers_per_rollout, eval_weights, \
-    geometry_of, is_pretrained, load_model, number, set_deterministic, task_name
-from runs.dirs import (base_dir, commit, create_run_dir, machine, save_run_checkpoint, state_digest, truncate_logs,
-                       weights_digest)
+from runs.cli import COUNT, PROBLEMS, SEED, TrainParser, UsageError, add_device_flags, answers_per_rollout, \
+    eval_weights, geometry_of, is_pretrained, load_model, number, set_deterministic, task_name
+from runs.dirs import (base_dir, commit, create_run_dir, machine, pretrained_key, save_run_checkpoint, state_digest,
+                       truncate_logs, weights_digest)
 from runs.seeding import prompt_weights, step_seed
 from runs.steplog import step_log
 from sample import rollout
@@ -57,7 +57,7 @@ def readers(option):
 
 
 def get_parser():
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = TrainParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a = p.add_argument_group("run")
     a.add_argument("--algo", default="vpo", choices=ALGOS, help="training method (vpo.METHODS, or sft alone)")
     a.add_argument("--task", default="maze", type=task_name,
@@ -69,9 +69,9 @@ def get_parser():
     a.add_argument("--out_dir", default="out", help="root of run directories and of the cached warm starts")
     a.add_argument("--run_name", default=None, help="run directory name (default: ALGO-TASK-sSEED)")
     a.add_argument("--init", default=None,
-                   help="start RL from this checkpoint instead of the cached warm start; or a pretrained model (smollm2, "
-                        "FILE.gguf or a Hugging Face folder: docs/pretrained.md), warm-started on the task's "
-                        "demonstrations first")
+                   help="start RL from this checkpoint instead of the cached warm start; or a pretrained model "
+                        "(smollm2, FILE.gguf or a Hugging Face folder: docs/pretrained.md), warm-started on the "
+                        "task's demonstrations first")
     a.add_argument("--warm_start_digest", default=None, metavar="HEX", help="refuse to start unless the warm start's "
                    "weights have this digest (summary.json's \"warm_start\"; results.compare sets it from a seed's "
                    "committed runs)")
@@ -89,11 +89,14 @@ def get_parser():
     a.add_argument("--block_size", type=COUNT, default=256, help="longest prompt + completion, in tokens")
     a = p.add_argument_group("warm start (supervised on demonstrations, sft.py)")
     a.add_argument("--sft_steps", type=COUNT, default=None,
-                   help="supervised steps (default: the task's warm_start_steps: 300, code 1500)")
-    a.add_argument("--sft_batch_size", type=COUNT, default=64, help="demonstrations per step")
+                   help="supervised steps (default: the task's warm_start_steps, 300, code 1500; 30 from a pretrained "
+                        "--init)")
+    a.add_argument("--sft_batch_size", type=COUNT, default=None,
+                   help="demonstrations per step (default 64; 8 from a pretrained --init)")
     a.add_argument("--sft_lr", type=number(float, high=1, above=0), default=None,
                    help="peak lr, cosine to 10%% (default 2e-3; 1e-4 from a pretrained --init)")
-    a.add_argument("--sft_group", type=COUNT, default=1, help="demonstrations per problem in a batch")
+    a.add_argument("--sft_group", type=COUNT, default=None,
+                   help="demonstrations per problem in a batch (default 1; 4 from a pretrained --init)")
     a.add_argument("--base_seed", type=SEED, default=0, help="seed of the warm start (shared by all RL seeds)")
     a.add_argument("--warm_start", default="auto", choices=("auto",) + WARM_STARTS,
                    help="diverse (answers that cover the trade-offs) or routes (maze: routes chosen without looking "
@@ -344,7 +347,8 @@ def model_config(args):
 def base_path(args, device):
     """Where the cached base of this run's warm start is (or will be)."""
     sft = SFTConfig.from_args(args, goal_prompts=args.algo == "goal_cond")
-    return os.path.join(base_dir(args.out_dir, args.task, args.task_opt, model_config(args), sft, device), "ckpt.pt")
+    config, source = pretrained_key(args.init) if is_pretrained(args.init) else (model_config(args), None)
+    return os.path.join(base_dir(args.out_dir, args.task, args.task_opt, config, sft, device, source), "ckpt.pt")
 
 
 def main(argv=None):
@@ -365,11 +369,11 @@ def main(argv=None):
                 meta = {"args": {**vars(args), "algo": "sft", "eval_every": 0, "init_path": None,
                                  "goal_prompts": sft.goal_prompts}}
                 pretrained = is_pretrained(args.init)   # warm-started from its weights, like the GPT from its init
+                start, source = (model, state_digest(model.state_dict())) if pretrained else (None, None)
                 args.init_path = (args.init if args.init and not pretrained else
-                                  warm_start(args.task, task, args.task_opt, model.config if pretrained else config, sft,
-                                             args.out_dir, device, args.quiet, args.compile, meta, args.ckpt_every,
-                                             start=model if pretrained else None,
-                                             source=state_digest(model.state_dict()) if pretrained else None))
+                                  warm_start(args.task, task, args.task_opt, model.config if pretrained else config,
+                                             sft, args.out_dir, device, args.quiet, args.compile, meta,
+                                             args.ckpt_every, start=start, source=source))
                 model = load_model(args.init_path, device)[0] if pretrained or model is None else model
             check_warm_start(args.init_path, args.warm_start_digest)
             if dist.is_main():

@@ -216,9 +216,9 @@ def base_file(argv, out_dir):
     device."""
     import train
     from runs.checks import check_method
-    from runs.cli import make_task, pick_device
+    from runs.cli import is_pretrained, make_task, pick_device
     args = train.get_parser().parse_args(argv + ["--out_dir", out_dir])
-    if args.init:
+    if args.init and not is_pretrained(args.init):   # a pretrained model is warm-started first, as the GPT
         return args.init
     check_method(args, make_task(args.task, args.task_opt))
     return train.base_path(args, pick_device(args.device))

@@ -280,8 +280,9 @@ def written_lines(runs, problems=4, seed=None):
         return []
     kinds = list(next(iter(got.values()))[0][1]["answers"])
     lines = ["## What each arm writes", "", "The share of written answers of each kind (results/coverage.py), mean "
-             "over runs, and the share of completions whose answers fall in two classes or more (exit, gold, diamonds; "
-             "mean ± population std over runs; - for one answer a completion):", ""]
+             "over runs, and the share of completions whose answers fall in two classes or more (a class: whether the "
+             "answer reaches the exit, and whether it takes gold and diamonds, so a route that misses the exit is a "
+             "class of its own; mean ± population std over runs; - for one answer a completion):", ""]
     lines += table(["arm", "runs", *kinds, "completions in two classes or more"],
                    [[label, str(len(cs)), *(f"{np.mean([c['answers'][x] for _, c in cs]):.2f}" for x in kinds),
                      pm([c.get("completions_two_classes") for _, c in cs], 2)] for label, cs in got.items()],

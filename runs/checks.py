@@ -15,8 +15,6 @@ from runs.dirs import check_out_dir, check_overwritable, check_resume_device, ch
 from sample import prompt_ids
 from tasks.geometry import parse_geometry
 
-# --sft_lr and --lr when not given: (flag, for a model trained from scratch, for a pretrained --init; chosen, not tuned)
-LEARNING_RATES = (("sft_lr", 2e-3, 1e-4), ("lr", 3e-5, 1e-5))
 
 
 def check_args(args, ks):
@@ -143,9 +141,6 @@ def prepare(argv, parser, may_change, ks_of):
     probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
     task = make_task(args.task, args.task_opt, probe)
     pretrained = is_pretrained(args.init)
-    for name, ours, theirs in LEARNING_RATES:   # the defaults differ for a model trained from scratch
-        if getattr(args, name) is None:
-            setattr(args, name, theirs if pretrained else ours)
     check_args(args, ks_of(args))
     device = pick_device(args.device)
     if args.resume:

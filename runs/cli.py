@@ -33,6 +33,25 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+# train.py's defaults that differ with the model (flag, for a GPT trained from scratch, for a pretrained --init): a
+# pretrained model needs a gentler rate, and far fewer demonstrations to learn a format (docs/pretrained.md; chosen,
+# not tuned). None: the task's own (Task.warm_start_steps).
+MODEL_DEFAULTS = (("sft_steps", None, 30), ("sft_batch_size", 64, 8), ("sft_group", 1, 4), ("sft_lr", 2e-3, 1e-4),
+                  ("lr", 3e-5, 1e-5))
+
+
+class TrainParser(Parser):
+    """train.py's parser: the flags of MODEL_DEFAULTS not given take the default of the model --init names,
+    wherever a command line is parsed."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = super().parse_args(args, namespace)
+        for name, ours, theirs in MODEL_DEFAULTS:
+            if getattr(parsed, name, 0) is None:
+                setattr(parsed, name, theirs if is_pretrained(parsed.init) else ours)
+        return parsed
+
+
 def number(cast=float, low=-math.inf, high=math.inf, above=None):
     """An argparse type: a finite int or float in [low, high] (or > above). E.g. number(float, above=0) for a
     learning rate, number(int, 1) for a count. nan and inf are refused everywhere."""

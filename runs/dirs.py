@@ -9,6 +9,7 @@ an atomic rename when it is complete; other runs wait for the lock, then use it.
 """
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ import torch
 
 from model import save_checkpoint
 from runs import dist
-from runs.cli import UsageError, parse_task_options
+from runs.cli import UsageError, load_pretrained_model, parse_task_options
 
 NAME = re.compile(r"[A-Za-z0-9_.,+=@-]{1,100}")
 RESERVED = (".", "..", "base")
@@ -48,6 +49,14 @@ def check_out_dir(path):
         raise UsageError(f"--out_dir {path}: {existing} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"--out_dir {path}: {existing} is not writable")
+
+
+@functools.lru_cache(maxsize=4)
+def pretrained_key(spec):
+    """(LlamaConfig, digest of its weights) of a pretrained model: what names its warm start's cache entry
+    (base_dir), as train.py computes it from the loaded model."""
+    model, _ = load_pretrained_model(spec)
+    return model.config, state_digest(model.state_dict())
 
 
 def base_dir(out_dir, task_name, task_opt, config, sft, device, source=None):

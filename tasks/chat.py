@@ -132,7 +132,8 @@ class ChatTask:
         self.task, self.tk = task, tokenizer
         newline = tokenizer.encode("\n")
         if len(newline) != 1:
-            raise ValueError(f"the tokenizer writes a newline as {len(newline)} tokens; the answers' separator must be one")
+            raise ValueError(f"the tokenizer writes a newline as {len(newline)} tokens; the answers' separator "
+                             f"must be one")
         self.sep_id, self.stop_id = newline[0], tokenizer.eos_id
         self.room, _ = answer_room(task, tagged, lambda t: len(tokenizer.encode(t)), m)
 

@@ -100,12 +100,13 @@ def parser_defaults(parser):
 
 
 def test_library_defaults_are_the_command_lines():
-    from runs.checks import LEARNING_RATES
+    from runs.cli import MODEL_DEFAULTS
     flags = parser_defaults(train.get_parser())
-    flags.update({name: ours for name, ours, _ in LEARNING_RATES if flags[name] is None})   # a from-scratch model's
+    flags.update({name: ours for name, ours, _ in MODEL_DEFAULTS})   # a GPT trained from scratch: these
     for field in dataclasses.fields(train.RLConfig):
         assert flags[field.name] == field.default, field.name
-    assert flags["sft_lr"] == SFTConfig.lr
+    assert (flags["sft_lr"], flags["sft_batch_size"], flags["sft_group"]) == (SFTConfig.lr, SFTConfig.batch_size,
+                                                                              SFTConfig.group)
     for fn in (search.evolve, search.sample_until_solved, search.Population):
         assert inspect.signature(fn).parameters["unit"].default == "answers"
     assert parser_defaults(search.get_parser())["unit"] == "answers"

