@@ -353,7 +353,7 @@ def precision(device, amp=True):
 def main(argv=None):
     from runs.cli import COUNT, MAX_PROBLEMS, SEED, Parser, UsageError, add_device_flags, chat_task, eval_weights, \
         is_pretrained, load_model, load_pretrained_model, load_run, make_task, number, pick_device, \
-        pretrained_tokenizer, task_name, use_amp
+        pretrained_tokenizer, source_of, task_name, use_amp
 
     ap = Parser(description="Print samples from a checkpoint, or from a pretrained model before any training.")
     ap.add_argument("--ckpt", required=True,
@@ -382,8 +382,8 @@ def main(argv=None):
         else:
             model, state = load_model(args.ckpt, device)
         saved = state.get("args") if isinstance(state.get("args"), dict) else {}
-        if is_pretrained(saved.get("init")):   # a run that started from a pretrained model: its tokenizer
-            tk = pretrained_tokenizer(saved["init"])
+        if source_of(saved):   # a run that started from a pretrained model: its tokenizer
+            tk = pretrained_tokenizer(source_of(saved))
         amp = use_amp(args.dtype, saved.get("dtype", "auto"))  # auto: the run's precision
         if args.prompt is None and ("args" in state or tk is not None):  # a held-out problem of the task
             if "args" in state:

@@ -10,7 +10,7 @@ import numpy as np
 import vpo
 from runs import dist
 from runs.cli import (UsageError, chat_task, given_flags, is_pretrained, load_model, load_pretrained_model, make_task,
-                      pick_device)
+                      pick_device, source_of)
 from runs.dirs import check_out_dir, check_overwritable, check_resume_device, check_run_name, resumed_args
 from sample import prompt_ids
 from tasks.geometry import parse_geometry
@@ -140,17 +140,24 @@ def prepare(argv, parser, may_change, ks_of):
         check_options(args.algo, given_flags(parser(), argv), args.alpha, args.weight_sampler)
     probe = (("train", 1), ("train", max(args.batch_size, args.sft_batch_size)), ("test", args.eval_problems))
     task = make_task(args.task, args.task_opt, probe)
-    pretrained = is_pretrained(args.init)
     check_args(args, ks_of(args))
     device = pick_device(args.device)
     if args.resume:
         check_resume_device(state, device)
     if args.dtype == "bfloat16" and device.type != "cuda":
         raise UsageError("--dtype bfloat16 needs a CUDA device (fp32 elsewhere)")
-    if not args.resume and args.init is not None:
-        model = (load_pretrained_model(args.init, device)[0] if pretrained else load_model(args.init, device)[0])
-    if pretrained:   # a chat model reads the task in its own tokens, and writes its answers in numbered tags
-        task = chat_task(task, args.init, args.num_answers)
+    if not args.resume:   # the pretrained model the tokens come from: --init's, or that of the checkpoint --init names
+        args.pretrained = None
+        if is_pretrained(args.init):
+            model, args.pretrained = load_pretrained_model(args.init, device)[0], args.init
+        elif args.init is not None:
+            model, saved = load_model(args.init, device)
+            args.pretrained = source_of(saved.get("args", {}))
+            if saved.get("arch", "gpt") != "gpt" and not args.pretrained:
+                raise UsageError(f"--init {args.init}: a {saved['arch']} checkpoint that names no pretrained model to "
+                                 f"read its tokens with (its args' init)")
+    if source_of(vars(args)):   # a chat model reads the task in its own tokens, and writes its answers in numbered tags
+        task = chat_task(task, source_of(vars(args)), args.num_answers)
     if model is not None:  # the shape is the model's, so that the saved and printed arguments describe it
         args.block_size, args.n_layer, args.n_head, args.n_embd = (model.config.block_size, model.config.n_layer,
                                                                      model.config.n_head, model.config.n_embd)

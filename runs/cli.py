@@ -120,6 +120,13 @@ def is_pretrained(init):
     return init is not None and (init == "smollm2" or init.endswith(".gguf") or os.path.isdir(init))
 
 
+def source_of(run):
+    """The pretrained model whose tokenizer a run (its args as a dict) reads and writes in: the one its warm start
+    came from ("pretrained", recorded by train.py), or a pretrained "init"; None for the GPT's byte tokens."""
+    init = run.get("init")
+    return run.get("pretrained") or (init if is_pretrained(init) else None)
+
+
 def load_pretrained_model(spec, device="cpu"):
     """A pretrained model (pretrained.load_pretrained) as a llama.Llama in fp32 -> (model, its Pretrained), its
     errors as UsageError."""
@@ -215,8 +222,8 @@ def load_run(path, device="cpu", probe=(("test", 1),)):
     except (AttributeError, TypeError, KeyError):
         raise UsageError(f"{path} is not a train.py run checkpoint (its args lack task, task_opt or algo)") from None
     task = make_task(task_name, task_opt, probe)
-    if is_pretrained(getattr(args, "init", None)):   # a pretrained model's run: its tokens and its tags
-        task = chat_task(task, args.init, args.num_answers)
+    if source_of(vars(args)):   # a pretrained model's run: its tokens and its tags
+        task = chat_task(task, source_of(vars(args)), args.num_answers)
     return model.eval(), args, task, m
 
 

@@ -96,3 +96,16 @@ def test_compare_trains_every_arm_from_one_warm_start_of_a_pretrained_model(tmp_
     shutil.rmtree(out / "runs" / "vpo-s0")
     path.write_text(json.dumps({**config, "dir": str(tmp_path / "committed")}))
     assert compare.main(["--config", str(path), "--out", str(out)], in_process=True) == 2
+
+
+def test_rl_from_a_pretrained_models_checkpoint_keeps_its_tokens(tmp_path, tiny_gguf):
+    """--init CKPT of a pretrained model's warm start: RL starts from it in the model's own tokens, and the run
+    records where they come from, so evaluate, sample and load_run read it as the chat model it is."""
+    out = str(tmp_path / "out")
+    assert train.main(SMALL + ["--algo", "vpo", "--init", tiny_gguf, "--out_dir", out]) == 0
+    base = json.load(open(os.path.join(out, "vpo-toy-s0", "summary.json")))["init"]
+    assert train.main(SMALL + ["--algo", "grpo", "--init", base, "--out_dir", out]) == 0
+    summary = json.load(open(os.path.join(out, "grpo-toy-s0", "summary.json")))
+    assert summary["args"]["init"] == base and summary["args"]["pretrained"] == tiny_gguf
+    model, args, task, m = load_run(os.path.join(out, "grpo-toy-s0", "ckpt.pt"))
+    assert isinstance(model, Llama) and isinstance(task, ChatTask) and m == 1
