@@ -7,4 +7,5 @@ The machinery beside the reading path: what a command line needs, and nothing a 
     runs/seeding.py  the seeding rule (step_seed)
     runs/steplog.py  the log row of one RL step (step_log): its statistics, reduced over torchrun processes
     runs/plots.py    a run's figures (training curves, best@k, the answers' reward vectors)
+    runs/export.py   a pretrained model's checkpoint as a Hugging Face folder (python -m runs.export)
 """

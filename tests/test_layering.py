@@ -11,7 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 COMMANDS = {"train", "search", "results.compare", "results.audit", "bench.bench", "bench.peer_trl_grpo",
-            "bench.peer_generate", "examples.toy_gpt"}   # examples.toy_gpt runs train.py for three methods
+            "bench.peer_generate", "examples.toy_gpt",    # examples.toy_gpt runs train.py for three methods
+            "runs.export"}
 LEAVES = {"vpo": set(), "tasks": {"tasks"}}  # vpo.py and tasks/ import nothing else of ours
 
 
