@@ -4,13 +4,12 @@ real weights: tests/test_trl_smollm2_model.py."""
 import pytest
 import torch
 
-from kv_cache import KVCache
 from llama import Llama, LlamaConfig, rope, rotate
 from model import GPT, CheckpointError, GPTConfig, load_checkpoint, pack_shared, save_checkpoint, shared_token_logprobs
 from sample import generate
 from tasks import tokenizer as tok
 from tests.reference import generate_naive, pack, token_logprobs
-from tests.test_model_sample import random_prompts
+from tests.test_model_sample import check_incremental_decoding, random_prompts
 
 BASE = dict(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_embd=64, intermediate_size=96, rope_theta=500.0)
 CFGS = {  # grouped-query (2 queries a key/value head), one key/value head, plain multi-head; tied and untied; biases
@@ -89,29 +88,10 @@ def test_grouped_query_attention_equals_multi_head_with_repeated_keys_and_values
 
 @pytest.mark.parametrize("name", list(CFGS))
 def test_incremental_decoding_matches_full_forward(name):
-    """Prefill left-padded prompts once, continue each with S=2 rows of its own tokens (one and then two at a
-    time): the logits equal a full, uncached forward of each row's whole sequence."""
-    cfg = CFGS[name]
-    model = make_model(1, cfg)
-    P, S = 4, 2
-    prompts = random_prompts(P, seed=1, lo=2, hi=9)
-    extra = torch.randint(0, 256, (P * S, 5), generator=torch.Generator().manual_seed(2))
-    Tp = max(map(len, prompts))
-    idx = torch.zeros(P, Tp, dtype=torch.long)
-    for i, p in enumerate(prompts):
-        idx[i, Tp - len(p):] = torch.tensor(p)
-    cache = KVCache(cfg, P, Tp, 6, num_samples=S, start=[Tp - len(p) for p in prompts])
-    assert cache.k.shape[2] == cfg.n_kv_head                                  # only the key/value heads are stored
-    with torch.no_grad():
-        first = model(idx, kv_cache=cache)[:, -1].repeat_interleave(S, 0)          # (R, V)
-        steps = [first, model(extra[:, 0:1], kv_cache=cache)[:, -1]]
-        steps += model(extra[:, 1:3], kv_cache=cache).unbind(1)                     # two tokens in one call
-        steps += [model(extra[:, 3:4], kv_cache=cache)[:, -1]]
-        for r in range(P * S):
-            p = prompts[r // S]
-            full = model(torch.tensor([p + extra[r, :4].tolist()]))[0]
-            got = torch.stack([s[r] for s in steps])
-            torch.testing.assert_close(got, full[len(p) - 1:], atol=1e-4, rtol=1e-4)
+    """The GPT's test (tests/test_model_sample.py): prefilled left-padded prompts continued one and two tokens at a
+    time give the full forward's logits; the cache stores only the key/value heads."""
+    cache = check_incremental_decoding(make_model(1, CFGS[name]), CFGS[name])
+    assert cache.k.shape[2] == CFGS[name].n_kv_head
 
 
 def test_counts_and_weight_decay_groups():

@@ -41,7 +41,11 @@ def test_forward_shapes_and_block_size():
 def test_incremental_decoding_matches_full_forward():
     """Prefill left-padded prompts once, continue each with S=2 rows of its own tokens (one and then two at a
     time): the logits equal a full, uncached forward of each row's whole sequence."""
-    model = make_model(1)
+    check_incremental_decoding(make_model(1), CFG)
+
+
+def check_incremental_decoding(model, cfg):
+    """The test above on any model of the GPT's interface (tests/test_llama.py: a Llama); -> the cache."""
     P, S = 4, 2
     prompts = random_prompts(P, seed=1, lo=2, hi=9)
     extra = torch.randint(0, 256, (P * S, 5), generator=torch.Generator().manual_seed(2))
@@ -49,7 +53,7 @@ def test_incremental_decoding_matches_full_forward():
     idx = torch.zeros(P, Tp, dtype=torch.long)
     for i, p in enumerate(prompts):
         idx[i, Tp - len(p):] = torch.tensor(p)
-    cache = KVCache(CFG, P, Tp, 6, num_samples=S, start=[Tp - len(p) for p in prompts])
+    cache = KVCache(cfg, P, Tp, 6, num_samples=S, start=[Tp - len(p) for p in prompts])
     with torch.no_grad():
         first = model(idx, kv_cache=cache)[:, -1].repeat_interleave(S, 0)          # (R, V)
         steps = [first, model(extra[:, 0:1], kv_cache=cache)[:, -1]]
@@ -61,6 +65,7 @@ def test_incremental_decoding_matches_full_forward():
             full = model(torch.tensor([p + extra[r, :4].tolist()]))[0]
             got = torch.stack([s[r] for s in steps])
             torch.testing.assert_close(got, full[len(p) - 1:], atol=1e-4, rtol=1e-4)
+    return cache
 
 
 def test_kv_cache_overflow_raises():
