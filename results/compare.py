@@ -395,7 +395,8 @@ def write_report(setup, out, command, started, failed=(), report=False):
         lines += search_section(setup, found, where, out)
     lines += written_lines(runs)
     drawn = "search.png" if key == "solved" else "best_at_k.png) ![along training](over_training.png" + (
-        ") ![each pair per run](differences.png" if setup.decide else "")
+        ") ![each pair per run](differences.png" if setup.decide else "") + (
+        ") ![early stopping](validation.png" if setup.stopped else "")
     lines += ["## Figures", "", "Each faint line or point is one run; the bold line is the mean over runs.", "",
               f"![{METRICS[key]}]({drawn})", ""]
     os.makedirs(out, exist_ok=True)
@@ -407,6 +408,9 @@ def write_report(setup, out, command, started, failed=(), report=False):
         if setup.decide:
             from results.figures import decided_figure
             decided_figure(runs, setup.decide, key, os.path.join(out, "differences.png"))
+        if setup.stopped:
+            from results.figures import validation_figure
+            validation_figure(runs, setup.stopped, os.path.join(out, "validation.png"))
     with open(os.path.join(out, "compare.md.tmp"), "w") as f:
         f.write("\n".join(lines))
     os.replace(os.path.join(out, "compare.md.tmp"), os.path.join(out, "compare.md"))

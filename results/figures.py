@@ -1,8 +1,10 @@
 """
 The figures of results.compare: pooled best@k (or the --metric) against k at the last step and along training
 (compare_figures), problems solved per run against the budget, search and sampling side by side (strip_figure), and
-each pair of a plan's decision per run (decided_figure).
+each pair of a plan's decision per run (decided_figure), and the validation curves of the arms stopped early
+(validation_figure).
 """
+import json
 import os
 
 import numpy as np
@@ -108,3 +110,30 @@ def decided_figure(runs, decide, key, path):
     if pairs:
         differences_figure(pairs, decide.get("matters"), path, f"{key.replace('@k', '@' + str(decide['k']))}"
                            .replace("_", " ") + ", each pair per run")
+
+
+def validation_figure(runs, stopped, path):
+    """The early-stopping rule made visible: for each arm stopped early (a configuration's "stopped"), each run's
+    criterion on the validation problems against the step (its validation.json), one faint line per run, its t* a
+    point; the mean over runs bold. runs: {label: [run]}, the stopped arms' runs carrying "stopped_at"."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for i, s in enumerate(stopped):
+        curves = []
+        for r in runs.get(s["label"], []):
+            with open(os.path.join(r["dir"], "validation.json")) as f:
+                validation = json.load(f)
+            criterion = {int(step): v for step, v in validation["criterion"].items()}
+            ylabel = validation["rule"].split(" on ")[0].removeprefix("the step of the highest ")
+            steps = sorted(criterion)
+            curves.append([criterion[t] for t in steps])
+            ax.plot(steps, curves[-1], color=f"C{i}", alpha=0.3, lw=1)
+            ax.plot([r["stopped_at"]], [criterion[r["stopped_at"]]], "o", color=f"C{i}", ms=4, alpha=0.8)
+        if curves and len({len(c) for c in curves}) == 1:
+            ax.plot(steps, np.mean(curves, axis=0), color=f"C{i}", lw=2.5,
+                    label=f"{s['arm']} (mean of {len(curves)}; a point: each run's t*)")
+    _label(ax, "Early stopping: each run on the validation problems", "RL step (0 = warm start)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

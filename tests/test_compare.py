@@ -325,6 +325,7 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
     assert "| VPO − GRPO | deciding | pooled_best@2 | 2 |" in decision
     assert "| VPO stopped early − GRPO stopped early | secondary | E_w[best@2] | 2 |" in decision
     assert "The gap's growth with k" in decision and (out / "differences.png").is_file()
+    assert "![early stopping](validation.png)" in text and (out / "validation.png").is_file()
     # seed 0 committed: a fresh --out trains seed 1 only
     for name in ("grpo-s0", "vpo-s0"):
         os.makedirs(tmp_path / "committed" / name)
