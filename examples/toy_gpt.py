@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from anywhere
 import train  # noqa: E402
-from runs.cli import load_model, make_task  # noqa: E402
+from runs.cli import load_run  # noqa: E402
 from sample import rollout  # noqa: E402
 
 METHODS = (("grpo", "GRPO"), ("vpo", "VPO"), ("multi_rlvr_max", "Multi-RLVR with the max"))
@@ -58,10 +58,11 @@ def train_args(algo, m, steps, seed, out):
             *EVAL, "--out_dir", out, "--run_name", f"{algo}-m{m}-s{seed}", "--overwrite"]
 
 
-def learned_sets(path, task, m, problems=32, samples=8, seed=0):
-    """The sets of answers a checkpoint writes on held-out problems at T = 1: Counter of sorted tuples of its
-    valid, distinct answers."""
-    model = load_model(path)[0].eval()
+def learned_sets(path, m, problems=32, samples=8, seed=0):
+    """The sets of answers a checkpoint writes on held-out problems at T = 0.7: Counter of sorted tuples of its
+    valid, distinct answers. The task is the checkpoint's own (runs.cli.load_run), so a pretrained model's run is
+    read in its chat format."""
+    model, _, task, _ = load_run(path)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         _, _, texts, _, _ = rollout(model, task, task.problems("test", problems, seed=0), m, samples, 0.7,
@@ -89,16 +90,17 @@ def line(label, m, sets):
             f"w*ᵀr of its best answer {best:.2f}   E_w[max over its answers] {set_value(words):.2f}")
 
 
-def read_sets(runs, task):
+def read_sets(runs):
     """{run name: {"m": m, "sets": [[answers, count], ...] most common first}} of every run under runs (its
-    summary.json's m), at the settings of learned_sets; written to runs/sets.json."""
+    summary.json's m), at the settings of learned_sets; written to runs/sets.json. A run of SmolLM2 (train.py
+    --init smollm2) is read as the chat model it is."""
     found = {}
     for name in sorted(os.listdir(runs)):
         ckpt, summary = os.path.join(runs, name, "ckpt.pt"), os.path.join(runs, name, "summary.json")
         if os.path.isfile(ckpt) and os.path.isfile(summary):
             with open(summary) as f:
                 m = json.load(f)["metrics"]["m"]
-            sets = learned_sets(ckpt, task, m)
+            sets = learned_sets(ckpt, m)
             found[name] = {"m": m, "sets": [[list(words), n] for words, n in sets.most_common()]}
             print(line(name, m, sets))
     with open(os.path.join(runs, "sets.json"), "w") as f:
@@ -109,9 +111,8 @@ def read_sets(runs, task):
 def main(argv=None):
     args = get_parser().parse_args(argv)
     torch.set_num_threads(1)   # as results.compare's runs train: seed s here is seed s of toy_sets_m2.json
-    task = make_task("toy", list(TASK_OPT))
     if args.read:
-        read_sets(args.read, task)
+        read_sets(args.read)
         return 0
     t0 = time.perf_counter()
     print(f"toy through the GPT: {args.steps} RL steps per method from one warm start, sampled at T = 0.7 on 32 "
@@ -124,10 +125,10 @@ def main(argv=None):
         if code:
             return code
         lines.append(line(label, m, learned_sets(os.path.join(args.out, f"{algo}-m{args.m}-s{args.seed}", "ckpt.pt"),
-                                                 task, m)))
+                                                 m)))
     with open(os.path.join(args.out, f"{algo}-m{args.m}-s{args.seed}", "summary.json")) as f:
         base = json.load(f)["init"]   # the cached warm start every run started from
-    print("\n".join([line("warm start", args.m, learned_sets(base, task, args.m))] + lines))
+    print("\n".join([line("warm start", args.m, learned_sets(base, args.m))] + lines))
     print(f"{time.perf_counter() - t0:.0f} s; runs in {args.out}")
     return 0
 

@@ -41,6 +41,13 @@ def test_a_pretrained_model_trains_end_to_end_and_reloads_as_itself(tmp_path, ti
     model, args, task, m = load_run(os.path.join(out, "vpo-toy-s0", "ckpt.pt"))
     assert isinstance(model, Llama) and isinstance(task, ChatTask) and m == 3
     assert task.decode(task.prompt_ids(task.problems("test", 1, seed=0)[0], 3)).startswith("<|im_start|>user\n")
+    # examples/toy_gpt.py --read samples each run in its own chat format (the random model writes no valid answer)
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    import toy_gpt
+    sets = toy_gpt.read_sets(out)
+    assert {name: s["m"] for name, s in sets.items()} == {"grpo-toy-s0": 1, "vpo-toy-s0": 3}
+    assert sum(n for _, n in sets["vpo-toy-s0"]["sets"]) == 32 * 8 and os.path.isfile(os.path.join(out, "sets.json"))
 
 
 @pytest.mark.parametrize("init, says", [
