@@ -33,7 +33,8 @@ import time
 
 import torch
 
-from pretrained import GPT2_SPLIT, PretrainedError, read_gguf_header, read_json, smollm2_path
+from chat_tokenizer import GPT2_SPLIT
+from pretrained import PretrainedError, read_gguf_header, read_json, smollm2_path
 from runs.cli import Parser, UsageError, load_model, pretrained_tokenizer, source_of
 
 # ChatML turns in order, none added: ChatTokenizer.chat's text, with the generation prompt where asked for

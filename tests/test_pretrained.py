@@ -14,6 +14,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+import chat_tokenizer  # noqa: E402
 import pretrained as P  # noqa: E402
 from pretrained import PretrainedError  # noqa: E402
 
@@ -77,7 +78,7 @@ Q8_0_CODES = list(range(-16, 16))                                         # d = 
 
 # ------------------------------------------------------------------------------------ a tiny tokenizer
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-B2U = P.bytes_to_unicode()
+B2U = chat_tokenizer.bytes_to_unicode()
 BYTES = [b for b in range(256) if b != 0x04]                              # 0x04 has no token, as in SmolLM2
 MERGES = ["h e", "l l", "he ll", "hell o", "( )", "Ġ hello", "1 2"]
 TOKENS = SPECIALS + [B2U[b] for b in BYTES] + ["he", "ll", "hell", "hello", "()", "Ġhello", "12"]
@@ -94,7 +95,7 @@ def tok_meta():
 
 def test_bytes_to_unicode_by_hand():
     assert B2U[ord(" ")] == "Ġ" and B2U[ord("\n")] == "Ċ" and B2U[ord("a")] == "a" and B2U[0] == chr(256)
-    assert len(set(B2U.values())) == 256 and P.token_bytes("Ġhello") == b" hello"
+    assert len(set(B2U.values())) == 256 and chat_tokenizer.token_bytes("Ġhello") == b" hello"
 
 
 # ------------------------------------------------------------------------------------ a tiny llama GGUF
@@ -256,7 +257,7 @@ def hf_folder(folder, model_type="llama", shards=1, tokenizer=True, **config):
     if tokenizer:
         pre = ({"type": "ByteLevel", "add_prefix_space": False, "use_regex": True} if model_type == "llama" else
                {"type": "Sequence", "pretokenizers": [
-                   {"type": "Split", "pattern": {"Regex": P.QWEN2_SPLIT}, "behavior": "Isolated", "invert": False},
+                   {"type": "Split", "pattern": {"Regex": chat_tokenizer.QWEN2_SPLIT}, "behavior": "Isolated", "invert": False},
                    {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]})
         tj = {"added_tokens": [{"id": i, "content": s, "special": True} for i, s in enumerate(SPECIALS)],
               "normalizer": {"type": "NFC"} if model_type == "qwen2" else None, "pre_tokenizer": pre,
