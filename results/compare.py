@@ -28,8 +28,8 @@ import numpy as np
 
 from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, check_warm_starts, committed, git, read_config,
                           run_name, run_queue, seed_digests, train_entry, train_job)
-from results.searched import (BASE, KINDS, answers_per_call, arms_of, best_step, hard_path, per_run, read_searches,
-                              run_args, search_lines, search_queue, validation_job, verdict_rows)
+from results.searched import (BASE, KINDS, answers_per_call, arms_of, hard_path, per_run, read_searches, run_args,
+                              search_lines, search_queue, stop_step, validation_job, verdict_rows)
 from results.tables import (at_step, base_metrics, decision_lines, metric_lines, paired_lines, read_json, read_run,
                             run_note, table, verdict_lines, written_lines)
 from runs.cli import COUNT, Parser, UsageError, given_flags, number, task_name
@@ -297,16 +297,6 @@ def read_runs(setup, out, report=False):
                                                          "summary": {**r["summary"], "metrics": metrics,
                                                                      "base_metrics": None}})
     return found
-
-
-def stop_step(validation):
-    """Early stopping on the maze's validation.json ({"pooled_best@k": {step: {k: value}}}): the step of highest
-    pooled best@k at the largest k; ties go to the earlier step (best_step)."""
-    if "step" in validation:   # written by searched.validation_job, with its rule
-        return int(validation["step"])
-    rows = validation["pooled_best@k"]
-    k = str(max(int(k) for row in rows.values() for k in row))
-    return best_step({step: row[k] for step, row in rows.items()})
 
 
 # ------------------------------------------------------------------------------------------------- report

@@ -250,6 +250,16 @@ def best_step(criterion):
     return max(sorted(map(int, criterion)), key=lambda step: criterion.get(step, criterion.get(str(step))))
 
 
+def stop_step(validation):
+    """Early stopping on the maze's validation.json ({"pooled_best@k": {step: {k: value}}}): the step of highest
+    pooled best@k at the largest k; ties go to the earlier step (best_step)."""
+    if "step" in validation:   # written by validation_job, with its rule
+        return int(validation["step"])
+    rows = validation["pooled_best@k"]
+    k = str(max(int(k) for row in rows.values() for k in row))
+    return best_step({step: row[k] for step, row in rows.items()})
+
+
 def validation_job(run, problems, ks, path):
     """Early stopping by one rule for every arm: each kept evaluation checkpoint of the run directory (train.py
     --keep_eval_ckpts: ckpt-stepN.pt; the final one ckpt.pt) is evaluated on the validation problems (test indices
