@@ -225,10 +225,11 @@ def base_file(argv, out_dir):
 
 
 def committed(setup):
-    """{(arm slug, seed): summary.json} of the runs a configuration of record has committed in its "dir"."""
+    """{(arm slug, seed): summary.json} of the runs a configuration of record has committed: in its arm's "dir" (an
+    arm read from another experiment) or the configuration's."""
     found = {}
-    for arm, seed in setup.runs() if setup.dir else ():
-        path = os.path.join(setup.dir, run_name(arm, seed), "summary.json")
+    for arm, seed in setup.runs():
+        path = os.path.join(arm.dir or setup.dir, run_name(arm, seed), "summary.json") if arm.dir or setup.dir else ""
         if os.path.isfile(path):
             with open(path) as f:
                 found[arm.slug, seed] = json.load(f)

@@ -334,6 +334,15 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
     capsys.readouterr()
     assert compare.main(["--config", str(path), "--out", str(tmp_path / "out2")], in_process=True) == 0
     assert sorted(os.listdir(tmp_path / "out2" / "runs")) == ["base", "grpo-s1", "vpo-s1"]
+    # an arm read from another experiment's directory (the arm's "dir"): its runs there are not trained again
+    for name in ("grpo-s0", "grpo-s1"):
+        shutil.copytree(out / "runs" / name, tmp_path / "elsewhere" / name,
+                        ignore=shutil.ignore_patterns("*.pt"))
+    path.write_text(json.dumps({**config, "arms": [{**config["arms"][0], "dir": str(tmp_path / "elsewhere")},
+                                                   config["arms"][1]]}))
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "out4")], in_process=True) == 0
+    assert sorted(os.listdir(tmp_path / "out4" / "runs")) == ["base", "vpo-s1"]
+    path.write_text(json.dumps(config))
     # seed 0's VPO run to do, its GRPO run from another warm start: refused before anything runs
     shutil.rmtree(tmp_path / "committed" / "vpo-s0")
     summary = compare.read_json(str(tmp_path / "committed" / "grpo-s0" / "summary.json"))
