@@ -151,17 +151,22 @@ class ChatTokenizer:
         return b"".join(self.enc.decode_single_token_bytes(int(i)) if int(i) in self.known else b"\xef\xbf\xbd"
                         for i in ids).decode("utf-8", errors="replace")
 
+    def chatml_ids(self):
+        """The ids of <|im_start|> and <|im_end|>, which our prompts are written in; PretrainedError without them."""
+        if not {"<|im_start|>", "<|im_end|>"} <= self.special_ids.keys():
+            raise PretrainedError(f"{self.enc.name}: this tokenizer has no ChatML tokens (<|im_start|>, <|im_end|>)")
+        return self.special_ids["<|im_start|>"], self.special_ids["<|im_end|>"]
+
     def chat(self, user, system=None):
         """The ChatML prompt of one user turn, where the assistant's turn begins. With system=None we write no system
         turn, where SmolLM2's own template writes SMOLLM2_SYSTEM (pass it as system= to match the template)."""
-        if not {"<|im_start|>", "<|im_end|>"} <= self.special_ids.keys():
-            raise PretrainedError("this tokenizer has no ChatML tokens (<|im_start|>, <|im_end|>)")
+        self.chatml_ids()
         turns = ([("system", system)] if system is not None else []) + [("user", user)]
         return "".join(f"<|im_start|>{role}\n{text}<|im_end|>\n" for role, text in turns) + "<|im_start|>assistant\n"
 
     def encode_chat(self, user, system=None):
         """The ids of chat(user, system) with the texts untrusted: only the template's own markers are special."""
-        start, end = self.special_ids["<|im_start|>"], self.special_ids["<|im_end|>"]
+        start, end = self.chatml_ids()
         turns = ([("system", system)] if system is not None else []) + [("user", user)]
         return [i for role, text in turns for i in [start, *self.encode(f"{role}\n{text}"), end, *self.encode("\n")]] \
             + [start, *self.encode("assistant\n")]

@@ -172,9 +172,21 @@ def gguf_state_dict(tensors, config, arch, path):
         if base not in GGUF_NAMES or parts[-1] not in ("weight", "bias") or len(parts) != (4 if layer else 2):
             raise PretrainedError(f"{path}: tensor {name} has no counterpart in a Llama model")
         if arch == "llama" and base in ("attn_q", "attn_k"):
-            w = unpermute_rope(w, config["n_head"] if base == "attn_q" else config["n_kv_head"])
+            heads = config["n_head"] if base == "attn_q" else config["n_kv_head"]
+            if w.shape[0] % (2 * heads):
+                raise PretrainedError(f"{path}: tensor {name} has {w.shape[0]} rows, not a multiple of twice its "
+                                      f"{heads} heads")
+            w = unpermute_rope(w, heads)
         out[(f"layers.{parts[1]}." if layer else "") + f"{GGUF_NAMES[base]}.{parts[-1]}"] = w
     return out
+
+
+def check_heads(n_embd, n_head, n_kv_head, path):
+    """PretrainedError unless the width splits into n_head heads of an even size, in groups of n_kv_head."""
+    if not all(isinstance(v, int) and v > 0 for v in (n_embd, n_head, n_kv_head)) or n_embd % n_head \
+            or (n_embd // n_head) % 2 or n_head % n_kv_head:
+        raise PretrainedError(f"{path}: width {n_embd} with {n_head} heads and {n_kv_head} key-value heads does not "
+                              f"split into heads of an even size, in equal groups")
 
 
 def gguf_config(meta, shapes, path):
@@ -193,6 +205,7 @@ def gguf_config(meta, shapes, path):
     if "token_embd.weight" not in shapes:
         raise PretrainedError(f"{path}: tensor token_embd.weight is missing")
     n_embd, n_head = key("embedding_length"), key("attention.head_count")
+    check_heads(n_embd, n_head, key("attention.head_count_kv", n_head), path)
     hd = n_embd // n_head
     if key("rope.dimension_count", hd) != hd or key("attention.key_length", hd) != hd:
         raise PretrainedError(f"{path}: heads of other than n_embd / n_head dimensions, or partial RoPE")
@@ -241,6 +254,7 @@ def hf_config(c, path):
     if not all(isinstance(c.get(k), int) for k in need):
         raise PretrainedError(f"{path}: config lacks one of {', '.join(need)}")
     n_embd, n_head = c["hidden_size"], c["num_attention_heads"]
+    check_heads(n_embd, n_head, c.get("num_key_value_heads") or n_head, path)
     rope = c.get("rope_parameters") or {"rope_theta": c.get("rope_theta", 10000.0), **(c.get("rope_scaling") or {})}
     if rope.get("rope_type", rope.get("type", "default")) != "default":
         raise PretrainedError(f"{path}: RoPE scaling is not supported")

