@@ -149,7 +149,8 @@ def prepare(argv, parser, may_change, ks_of):
     if not args.resume:   # the pretrained model the tokens come from: --init's, or that of the checkpoint --init names
         args.pretrained = None
         if is_pretrained(args.init):
-            model, args.pretrained = load_pretrained_model(args.init, device)[0], args.init
+            model = load_pretrained_model(args.init, device)[0]   # recorded absolute: read again from anywhere
+            args.pretrained = args.init if args.init == "smollm2" else os.path.abspath(args.init)
         elif args.init is not None:
             model, saved = load_model(args.init, device)
             args.pretrained = source_of(saved.get("args", {}))

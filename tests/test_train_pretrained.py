@@ -4,6 +4,7 @@ it reloads as the same model and task; a missing, corrupt or absent model is one
 file written by tests/test_pretrained.py stands in for SmolLM2 (tests/test_trl_smollm2_*.py: the real one)."""
 import json
 import os
+import shutil
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_a_file_its_own_metadata_contradicts_is_one_line_and_exit_2(tmp_path, ca
         assert not os.path.exists(tmp_path / "out" / "vpo-toy-s0")
 
 
-def test_the_warm_start_alone_from_a_pretrained_model(tmp_path, tiny_gguf):
+def test_the_warm_start_alone_from_a_pretrained_model(tmp_path, tiny_gguf, monkeypatch):
     """--algo sft --init FILE.gguf: the warm start as a run of its own, its base the file's own weights, evaluated
     beside it; the run records the model its tokens come from and no warm-start digest (it started from none)."""
     out = str(tmp_path / "out")
@@ -90,6 +91,11 @@ def test_the_warm_start_alone_from_a_pretrained_model(tmp_path, tiny_gguf):
     assert summary["base_metrics"] is not None and summary["warm_start"] is None
     assert summary["init"] == tiny_gguf and summary["args"]["pretrained"] == tiny_gguf
     assert isinstance(load_run(os.path.join(out, "sft-toy-s0", "ckpt.pt"))[0], Llama)
+    shutil.copy(tiny_gguf, tmp_path / "here.gguf")    # a relative --init is recorded absolute: read from anywhere
+    monkeypatch.chdir(tmp_path)
+    assert train.main(SMALL + ["--algo", "sft", "--init", "here.gguf", "--out_dir", "rel", "--no_base_eval"]) == 0
+    monkeypatch.chdir(tmp_path / "rel")
+    assert isinstance(load_run(os.path.join("sft-toy-s0", "ckpt.pt"))[2], ChatTask)
     assert train.main(SMALL + ["--algo", "sft", "--init", tiny_gguf, "--out_dir", out, "--overwrite",
                                "--warm_start_digest", "deadbeef"]) == 2
 
@@ -121,7 +127,6 @@ def test_compare_trains_every_arm_from_one_warm_start_of_a_pretrained_model(tmp_
                for name in ("grpo-s0", "vpo-s0", "grpo-s1", "vpo-s1")}
     assert len(digests) == 1 and len(os.listdir(out / "runs" / "base")) == 1
     # a seed whose committed runs started from another warm start is refused here, where the warm start is cached
-    import shutil
     committed = tmp_path / "committed" / "grpo-s0"
     os.makedirs(committed)
     summary = json.load(open(out / "runs" / "grpo-s0" / "summary.json"))
