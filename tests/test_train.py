@@ -196,3 +196,17 @@ def test_eval_at_start_makes_the_warm_start_step_0_of_an_early_stop(tmp_path):
     # without the flag, as before: no step 0
     assert run(tmp_path, "--algo", "grpo", "--eval_every", "1", "--keep_eval_ckpts", "--no_figures") == 0
     assert [json.loads(line)["step"] for line in (tmp_path / "grpo-toy-s0" / "eval.jsonl").open()] == [1]
+
+
+def test_evaluating_more_often_does_not_change_training(tmp_path):
+    """A finer validation grid sees the same run: evaluating every step or every other step leaves the weights of
+    each step and the evaluation at a shared step unchanged (the evaluation draws from its own generator), as the
+    early-stop plan's grid check (amendment 1) assumes of its step-25 evaluation."""
+    for every, out in ((1, tmp_path / "fine"), (2, tmp_path / "coarse")):
+        assert run(out, "--algo", "vpo", "--steps", "4", "--eval_every", str(every), "--no_figures",
+                   "--run_name", "r") == 0
+    fine, coarse = ([json.loads(line) for line in (tmp_path / d / "r" / "eval.jsonl").open()] for d in ("fine", "coarse"))
+    assert [r["step"] for r in fine] == [1, 2, 3] and [r["step"] for r in coarse] == [2]   # the last: summary.json
+    assert fine[1] == coarse[0]
+    a, b = (load_checkpoint(str(tmp_path / d / "r" / "ckpt.pt"))[0].state_dict() for d in ("fine", "coarse"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
