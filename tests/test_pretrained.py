@@ -401,3 +401,35 @@ def test_smollm2(smollm2):
         1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308, 34519, 28, 7018, 411, 407, 19712, 8182, 2, 198,
         1, 4093, 198, 1780, 314, 260, 3575, 282, 4649, 47, 2, 198, 1, 520, 9531, 198]     # SmolLM2's own template
     assert tok.missing == bytes([0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2, *range(0xF5, 0x100)])
+
+
+# llama.cpp's SMOLLM pre-tokenizer: each digit alone first, then GPT-2's split on the text between, as one pattern
+SMOLLM_DIGITS = (r"""\p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?=\p{N})|\s+(?!\S)|\s+""")
+
+
+def test_smollm2s_digit_split_changes_none_of_our_tasks_texts(smollm2):
+    """docs/pretrained.md: our GPT-2 split and llama.cpp's digit-first split give SmolLM2 the same ids on our tasks'
+    prompts and demonstrations; they differ where two whitespace characters precede a digit."""
+    import regex
+    from tasks import get_task
+    from tasks.chat import user_text
+    tok = smollm2.tokenizer
+
+    def two_pass(text):
+        return [p for seg in regex.split(r"(\p{N})", text) if seg
+                for p in ([seg] if regex.fullmatch(r"\p{N}", seg) else regex.findall(chat_tokenizer.GPT2_SPLIT, seg))]
+
+    def digits_first(text):
+        return [i for piece in regex.findall(SMOLLM_DIGITS, text) for i in tok.merge(piece.encode())]
+    for text in ["\n\n1", "  12", "a 1", "x1 ", "f(-3)=7\n f(2)= 5", "  \n3", "1 2  3\t\t4", "it's 42 'll"]:
+        assert regex.findall(SMOLLM_DIGITS, text) == two_pass(text), text
+    assert digits_first("\n\n1") != tok.encode("\n\n1")
+    rng, n = np.random.default_rng(0), 0
+    for name in ("toy", "maze", "code"):
+        task = get_task(name)
+        for m in (1, 2, 3):
+            for p in task.problems("test", 50, seed=0) + task.problems("train", 50, seed=0):
+                for text in (user_text(task, p, m), task.demonstration(p, m, rng)):
+                    assert digits_first(text) == tok.encode(text), text
+                    n += 1
+    assert n == 1800
