@@ -29,6 +29,7 @@ import os
 import shutil
 import struct
 import sys
+import tempfile
 import time
 
 import torch
@@ -162,10 +163,11 @@ def export(ckpt, out, init=None):
                          f"smollm2, FILE.gguf or DIR")
     c = model.config
     tok, files = tokenizer_files(spec, c.vocab_size, c.block_size)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = f"{os.path.normpath(out)}.tmp{os.getpid()}"
+    tmp = None
     try:
-        os.makedirs(tmp)
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f"{os.path.basename(os.path.normpath(out))}.tmp",   # new, so ours to delete
+                               dir=os.path.dirname(os.path.abspath(out)))
         sd = model.state_dict()
         write_safetensors(os.path.join(tmp, "model.safetensors"),
                           {(k if k == "lm_head.weight" else f"model.{k}"): v for k, v in sd.items()})
@@ -174,7 +176,8 @@ def export(ckpt, out, init=None):
     except OSError as e:
         raise UsageError(f"--out {out}: {e.strerror or e}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return model
 
 

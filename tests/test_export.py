@@ -159,6 +159,11 @@ def test_each_mistake_is_one_line_and_nothing_on_disk_is_lost(trained, gguf, tmp
     # a checkpoint whose args name no pretrained model exports with the tokenizer's source given
     assert export.main(["--ckpt", bare, "--init", gguf, "--out", str(tmp_path / "hf")]) == 0
     assert P.load_pretrained(str(tmp_path / "hf")).config == asdict(LlamaConfig(**P.load_pretrained(gguf).config))
+    theirs = tmp_path / f"hf3.tmp{os.getpid()}"        # a folder named as a temporary one might be: not ours to delete
+    theirs.mkdir()
+    (theirs / "keep.txt").write_text("mine")
+    assert export.main(["--ckpt", warm, "--out", str(tmp_path / "hf3")]) == 0
+    assert (theirs / "keep.txt").read_text() == "mine"
 
 
 def test_a_run_from_a_checkpoint_finds_its_tokenizer_through_its_args(gguf, tmp_path):
