@@ -321,6 +321,11 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
     def date(t=None):
         return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
     machines = sorted({r["summary"].get("machine", "?") for rs in runs.values() for r in rs})
+
+    def unstopped(s):   # finished runs of a stopped arm with no t* (no validation.json, or none evaluated at t*)
+        done = {r["seed"] for r in runs.get(s["label"], [])}
+        missing = [str(r["seed"]) for r in runs.get(s["arm"], []) if r["seed"] not in done]
+        return f" No t* for seed{'s' * (len(missing) > 1)} {', '.join(missing)}: left out." if missing else ""
     seconds = [f"{a} {np.mean([r['summary']['train_seconds'] for r in rs]):.0f} + "
                f"{np.mean([r['summary']['eval_seconds'] for r in rs]):.0f}" for a, rs in runs.items()]
     created = os.path.join(out, "config.json")
@@ -336,9 +341,9 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
             "add --no_base_eval. FLAGS and SLUG: " + "; ".join(f"{a.label}: `{shlex.join(a.flags)}`, {a.slug}"
                                                               + (f", {os.path.relpath(a.dir)}" if report and a.dir
                                                                  else "") for a in setup.arms) + ".",
-            *[f"- {s['label']}: {s['arm']}'s weights at its best step on validation problems (steps "
-              f"{', '.join(str(r['stopped_at']) for r in runs.get(s['label'], []))}), evaluated on the test problems "
-              "and shown at the arm's last step." for s in setup.stopped],
+            *[f"- {s['label']}: {s['arm']}'s weights at its best step on validation problems (t*: "
+              + ", ".join(f"seed {r['seed']} step {r['stopped_at']}" for r in runs.get(s["label"], []))
+              + "), evaluated on the test problems." + unstopped(s) for s in setup.stopped],
             "- Finished runs: " + ", ".join(f"{a.label} {len(runs.get(a.label, []))} of {len(setup.seeds_of(a))}"
                                             for a in setup.arms)
             + (f"; failed: {', '.join(failed)} (see logs/)" if failed else "")

@@ -34,9 +34,11 @@ def compare_figures(runs, bases, out, title, key="pooled_best@k"):
                 label = f"{arm}, step {last}"
             else:
                 base = bases.get(rs[0]["summary"]["metrics"]["m"])
-                xs = ([0] if base else []) + eval_steps(rs)
-                lines = [[value(base if s == 0 else at_step(r, s), key, largest) for s in xs] for r in rs
-                         if all(s == 0 or at_step(r, s) for s in xs)]
+
+                def point(r, s):   # step 0: the run's own evaluation of its start (--eval_at_start), else the base
+                    return at_step(r, s) or (base if s == 0 else None)
+                xs = sorted(set(([0] if base else []) + eval_steps(rs)))
+                lines = [[value(point(r, s), key, largest) for s in xs] for r in rs if all(point(r, s) for s in xs)]
                 label = arm
             for line in lines:
                 ax.plot(xs, line, color=f"C{i}", alpha=0.3, lw=1)

@@ -51,6 +51,22 @@ def eval_steps(rs):
     return sorted({e["step"] for r in rs for e in r["evals"]} | {r["summary"]["args"]["steps"] for r in rs})
 
 
+def stopped_early(rs):
+    """Whether these runs are an arm stopped early (results.compare.read_runs): each run is read at its own t*."""
+    return any("stopped_at" in r for r in rs)
+
+
+def pair_steps(runs, a, b):
+    """[(step, shown)]: where a pair is compared. Every evaluation step both arms have; where either arm is stopped
+    early, once, each run at its end (step None: its t*, or the other arm's last step), shown as "t*" or
+    "t* / 500", so that arms trained for different numbers of steps still pair."""
+    ra, rb = runs.get(a, []), runs.get(b, [])
+    if stopped_early(ra) or stopped_early(rb):
+        return [(None, " / ".join(dict.fromkeys("t*" if stopped_early(rs) else str(max(eval_steps(rs)))
+                                                for rs in (ra, rb))))]
+    return [(s, str(s)) for s in sorted(set(eval_steps(ra)) & set(eval_steps(rb)))]
+
+
 def at_step(r, step):
     """Metrics of run r at an evaluation step (the final evaluation at its last step)."""
     if step == r["summary"]["args"]["steps"]:
@@ -119,10 +135,10 @@ def paired_rows(runs, a, b, key, ks=None):
     """(seeds, rows): a − b per evaluation step and k, each run of a paired with the run of b of the same seed: the
     step, k, each seed's difference, then the run-level columns (run_level)."""
     rows, seen = [], []
-    for step in sorted({s for label in (a, b) for s in eval_steps(runs.get(label, []))}):
+    for step, shown in pair_steps(runs, a, b):
         seeds, diffs = paired(runs, a, b, key, ks, step)
         seen = seen or seeds
-        rows += [[str(step), f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + run_level(ds, a, b)
+        rows += [[shown, f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + run_level(ds, a, b)
                  for k, ds in diffs.items() if ds]
     return seen, rows
 
@@ -161,11 +177,12 @@ def verdict_lines(runs, pairs, key="pooled_best@k"):
     """The headline: A − B for each pair, in key@k at their last common step and largest k."""
     rows = []
     for b, first in pairs:
-        steps = set(eval_steps(runs[first])) & set(eval_steps(runs[b]))
+        steps = pair_steps(runs, b, first)
         if steps:
-            _, diffs = paired(runs, b, first, key, step=max(steps))
+            step, shown = steps[-1]
+            _, diffs = paired(runs, b, first, key, step=step)
             k, ds = max((k, ds) for k, ds in diffs.items() if ds)
-            rows.append([f"{b} − {first}", str(max(steps)), f"k={k}", str(len(ds)), *run_level(ds, b, first),
+            rows.append([f"{b} − {first}", shown, f"k={k}", str(len(ds)), *run_level(ds, b, first),
                          f"{smallest_p(len(ds)):.3g}"])
     if not rows:
         return ["No two methods have finished runs yet: nothing to compare.", ""]
@@ -180,16 +197,16 @@ def holm_reading(c, rejected, matters=None):
     plan's smallest difference that matters, from the 95% interval (results/PLAN_EARLY_STOP.md, "How the result is
     read"), never from the mean alone. Separated: the interval's end nearer zero at `matters` or beyond, "A ahead by at
     least what matters"; its far end below it, "A ahead, by less than what matters"; `matters` inside it, "A ahead;
-    whether by what matters is not resolved". Not separated: the interval within ±matters, "not separated; no
-    difference that matters"; else "not separated; the runs cannot tell". A pair separated alone but not after Holm's
-    rule reads "not separated (Holm)"; too few runs for a test, as c.reading says."""
+    whether by what matters is not resolved". Not separated: the interval within ±matters (its ends included), "not
+    separated; no difference that matters"; else "not separated; the runs cannot tell". A pair separated alone but
+    not after Holm's rule reads "not separated (Holm)"; too few runs for a test, as c.reading says."""
     if c.reading.startswith("too"):
         return c.reading
     if not rejected:
         reading = "not separated" if c.reading.startswith("not") else "not separated (Holm)"
         if not matters:
             return reading
-        within = -matters < c.low and c.high < matters
+        within = -matters <= c.low and c.high <= matters   # an end at ±matters does not reach beyond it
         return reading + ("; no difference that matters" if within else "; the runs cannot tell")
     if not matters:
         return c.reading
@@ -259,9 +276,10 @@ def decision_lines(runs, decide, key):
         lines += [f"The gap's growth with k (a description): each seed's difference at k = {k} minus at k = {low}, in "
                   "seed order, then the mean.", ""] + table(["pair", "per seed", "mean"], growth, note=None) + [""]
     described = [[label, str(len(rs)), pm([r["summary"]["metrics"].get("diversity") for r in rs]),
-                  " ".join(str(r["stopped_at"]) for r in rs if "stopped_at" in r) or "-"] for label, rs in runs.items()]
+                  " ".join(f"s{r['seed']}:{r['stopped_at']}" for r in rs if "stopped_at" in r) or "-"]
+                 for label, rs in runs.items()]
     return lines + ["Each arm at its last step (an arm stopped early: at t*): reward-space diversity, mean ± std "
-                    "over runs, and the steps t* in seed order.", ""] + \
+                    "over runs, and each seed's step t* (sN:T: seed N stopped at step T).", ""] + \
         table(["arm", "runs", "diversity", "t*"], described) + [""]
 
 

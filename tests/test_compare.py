@@ -410,7 +410,53 @@ def test_the_decision_holds_each_family_under_holm_as_by_hand():
     text = "\n".join(decision_lines(runs, decide, "pooled_best@k"))
     growth = " ".join(f"{u:+.3f}" for u in up)   # VPO − GRPO at k = 3 is +0.01 in every seed
     assert f"| VPO − GRPO | {' '.join(f'{u - 0.01:+.3f}' for u in up)} | {np.mean(up) - 0.01:+.3f} |" in text, growth
-    assert "| VPO stopped early | 7 | 0.300 ± 0.000 | 250 500 750 1000 250 500 750 |" in text
+    assert "| VPO stopped early | 7 | 0.300 ± 0.000 | s0:250 s1:500 s2:750 s3:1000 s4:250 s5:500 s6:750 |" in text
+
+
+def test_two_arms_stopped_early_pair_by_seed_whatever_their_lengths(tmp_path):
+    """The early-stop plan's grid check: GRPO stopped on a 5-step grid (50 steps) against GRPO stopped on the
+    25-step grid (500 steps). The arms share no last step, yet each seed pairs at its t*; an arm stopped early
+    against a trained one reads "t* / 500". A finished run with no t* is named, never dropped in silence."""
+    import json
+    from results.jobs import read_config
+    from results.tables import pair_steps, paired_rows, verdict_lines
+
+    def run(seed, best, steps, t=None):
+        r = scored(seed, {"48": best}, stopped_at=t)
+        r["summary"]["args"]["steps"] = steps
+        r["summary"].update(train_seconds=1.0, eval_seconds=1.0)
+        return r
+    runs = {"GRPO": [run(s, 0.50, 500) for s in (8, 9, 10)],
+            "fine": [run(s, 0.60 + 0.01 * s, 50, 5 * s - 35) for s in (8, 9, 10)],
+            "coarse": [run(s, 0.60, 500, 25) for s in (8, 9, 10)]}
+    assert pair_steps(runs, "fine", "coarse") == [(None, "t*")]
+    assert pair_steps(runs, "fine", "GRPO") == [(None, "t* / 500")]
+    text = "\n".join(verdict_lines(runs, [("GRPO", "GRPO"), ("fine", "coarse")]))
+    assert "| fine − coarse | t* | k=48 | 3 | +0.090 |" in text, text
+    seeds, rows = paired_rows(runs, "fine", "coarse", "pooled_best@k")
+    assert seeds == [8, 9, 10] and rows[0][:5] == ["t*", "k=48", "+0.080", "+0.090", "+0.100"]
+    config = {"task": "toy", "seeds": [8, 9, 10], "steps": 500, "eval_every": 25, "flags": [],
+              "stopped": [{"arm": "GRPO", "label": "coarse"}],
+              "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
+                       {"label": "fine", "slug": "fine", "flags": ["--algo", "grpo", "--steps", "50"]}]}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    setup = read_config(str(tmp_path / "c.json"))
+    runs["coarse"] = [r for r in runs["coarse"] if r["seed"] != 9]          # seed 9: no validation.json
+    lines = "\n".join(compare.configuration_lines(setup, str(tmp_path), runs, "cmd", 0, [], True))
+    assert "t*: seed 8 step 25, seed 10 step 25), evaluated on the test problems. No t* for seed 9: left out." in lines
+
+
+def test_the_figures_draw_an_arm_whose_base_was_not_evaluated(tmp_path):
+    """An arm whose first seed is missing has no base evaluation; its runs' own step-0 evaluations (--eval_at_start)
+    stand for the warm start, and over_training.png is drawn, not a traceback."""
+    from results.figures import compare_figures
+
+    def run(seed):
+        r = scored(seed, {"1": 0.1, "48": 0.5})
+        r["evals"] = [{"step": s, "pooled_best@k": {"1": 0.1, "48": 0.4 + s / 100}} for s in (0, 5)]
+        return r
+    compare_figures({"GRPO": [run(9), run(10)]}, {}, str(tmp_path), "no base")
+    assert (tmp_path / "over_training.png").is_file() and (tmp_path / "best_at_k.png").is_file()
 
 
 def test_what_each_arm_writes_is_read_from_the_coverage_files_of_its_weights(tmp_path):

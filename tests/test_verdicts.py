@@ -157,6 +157,7 @@ def test_a_reading_sets_what_matters_against_the_interval():
     assert holm_reading(c(0.3, 3.5, "A ahead"), True, 1.4).endswith("not resolved")
     assert holm_reading(c(-1.0, 1.3, "not separated"), False, 1.4) == "not separated; no difference that matters"
     assert holm_reading(c(-1.0, 2.3, "not separated"), False, 1.4) == "not separated; the runs cannot tell"
+    assert holm_reading(c(-1.4, 1.4, "not separated"), False, 1.4).endswith("no difference that matters")   # touching
     assert holm_reading(c(0.1, 2.3, "A ahead"), False, 1.4) == "not separated (Holm); the runs cannot tell"
     assert holm_reading(c(0.1, 2.3, "A ahead"), False) == "not separated (Holm)"
     assert holm_reading(c(0.1, 2.3, "A ahead"), True) == "A ahead"
