@@ -314,6 +314,19 @@ def commit():
     return (head or "unknown") + (" + uncommitted changes" if dirty else "")
 
 
+def warm_start_line(runs):
+    """Which warm starts the runs started from (summary.json's weights digest), each with its runs where they differ:
+    a configuration's runs share one, and a report must show it if they do not."""
+    by = {}
+    for label, rs in runs.items():
+        for r in rs:
+            if "stopped_at" not in r:   # an arm stopped early is its arm's runs again
+                by.setdefault(r["summary"].get("warm_start") or "none recorded", []).append(f"{label} s{r['seed']}")
+    if len(by) <= 1:
+        return f"- Warm start: every run from {next(iter(by), 'none')}."
+    return "- Warm starts differ: " + "; ".join(f"{d}: {', '.join(names)}" for d, names in by.items()) + "."
+
+
 def configuration_lines(setup, out, runs, command, started, failed, report):
     """The command, dates, commit and machines, each run's train.py command line, what finished, the seconds."""
     from runs.dirs import machine
@@ -336,6 +349,7 @@ def configuration_lines(setup, out, runs, command, started, failed, report):
                 f", the first call in this directory {read_json(created)['created']}." if os.path.isfile(created)
                 else "."),
             f"- Commit {commit()}, on {machine()}; the runs recorded {'; '.join(machines)}.",
+            warm_start_line(runs),
             f"- Each run: `python train.py {shlex.join(setup.train_args)} FLAGS --seed R --run_name SLUG-sR --quiet "
             f"--out_dir {where or os.path.join(out, 'runs')}`; each arm's first run evaluates the base, the others "
             "add --no_base_eval. FLAGS and SLUG: " + "; ".join(f"{a.label}: `{shlex.join(a.flags)}`, {a.slug}"
@@ -378,7 +392,8 @@ def write_report(setup, out, command, started, failed=(), report=False):
     else:
         lines += verdict_lines(runs, pairs_of(setup, runs), key)
         lines += decision_lines(runs, setup.decide, key) if setup.decide else []
-    lines += [run_note(len(setup.seeds), True, "results/runstats.py"), ""] if key != "solved" else []
+    paired_seeds = set.intersection(*({r["seed"] for r in rs} for rs in runs.values())) if runs else set()
+    lines += [run_note(len(paired_seeds), True, "results/runstats.py"), ""] if key != "solved" else []
     lines += configuration_lines(setup, out, runs, command, started, failed, report)
     lines += ["## Each method along training", "",
               "Mean ± std over runs on the same held-out problems; step 0 is the warm start all runs start from.", ""]

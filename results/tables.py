@@ -221,8 +221,9 @@ def holm_reading(c, rejected, matters=None):
 def pair_values(runs, pair, key, k):
     """(A label, B label, metric, {seed: A − B}) of a pair [A, B] or [A, B, metric] at the run's last step, k."""
     a, b, metric = (*pair, key)[:3]
-    seeds, diffs = paired(runs, a, b, metric, ks=[k])
-    return a, b, metric, dict(zip(seeds, diffs[k]))
+    va, vb = ({r["seed"]: value(r["summary"]["metrics"], metric, k) for r in runs.get(x, [])} for x in (a, b))
+    return a, b, metric, {s: va[s] - vb[s] for s in sorted(set(va) & set(vb))   # each difference with its own seed
+                          if va[s] is not None and vb[s] is not None}
 
 
 def family_rows(runs, pairs, key, k, family, matters):

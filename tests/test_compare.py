@@ -444,6 +444,19 @@ def test_two_arms_stopped_early_pair_by_seed_whatever_their_lengths(tmp_path):
     runs["coarse"] = [r for r in runs["coarse"] if r["seed"] != 9]          # seed 9: no validation.json
     lines = "\n".join(compare.configuration_lines(setup, str(tmp_path), runs, "cmd", 0, [], True))
     assert "t*: seed 8 step 25, seed 10 step 25), evaluated on the test problems. No t* for seed 9: left out." in lines
+    assert "- Warm start: every run from none recorded." in lines
+    runs["GRPO"][1]["summary"]["warm_start"] = "deadbeef"                     # one run from another warm start
+    lines = "\n".join(compare.configuration_lines(setup, str(tmp_path), runs, "cmd", 0, [], True))
+    assert "- Warm starts differ: none recorded: GRPO s8, GRPO s10; deadbeef: GRPO s9." \
+        in lines, lines
+
+
+def test_each_difference_keeps_its_own_seed_where_a_seed_lacks_the_k():
+    """pair_values: a seed whose run has no value at k (another m) is left out, and the others keep their seeds."""
+    from results.tables import pair_values
+    runs = {"A": [scored(s, {"2": 0.5 + s / 10}) for s in (0, 1, 2)],
+            "B": [scored(0, {"2": 0.5}), scored(1, {"4": 0.5}), scored(2, {"2": 0.5})]}
+    assert pair_values(runs, ["A", "B"], "pooled_best@k", 2)[3] == pytest.approx({0: 0.0, 2: 0.2})
 
 
 def test_the_figures_draw_an_arm_whose_base_was_not_evaluated(tmp_path):
