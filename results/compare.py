@@ -286,7 +286,11 @@ def read_runs(setup, out, report=False):
             ds = [os.path.join(where, run_name(arm, seed)) for where in places or [os.path.join(out, "runs")]]
             d = next((d for d in ds if os.path.isfile(os.path.join(d, "summary.json"))), None)
             if d:
-                found.setdefault(arm.label, []).append(read_run(d, seed, arm.slug))
+                run = read_run(d, seed, arm.slug)
+                algo = arm.flags[arm.flags.index("--algo") + 1] if "--algo" in arm.flags[:-1] else None
+                if algo and run["summary"].get("algo", algo) != algo:   # a run of another method under this name
+                    raise UsageError(f"{d}: a run of {run['summary']['algo']}, where {arm.label} trains --algo {algo}")
+                found.setdefault(arm.label, []).append(run)
     for s in setup.stopped:
         for r in found.get(s["arm"], []):
             path = os.path.join(r["dir"], "validation.json")

@@ -301,6 +301,7 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
     --keep_eval_ckpts."""
     import json
     import shutil
+    from results.jobs import read_config
     flags = TINY[6:] + ["--keep_eval_ckpts", "--ckpt_every", "0"]
     config = {"task": "toy", "seeds": [0, 1], "steps": 2, "eval_every": 1, "flags": flags,
               "dir": str(tmp_path / "committed"),
@@ -325,6 +326,11 @@ def test_every_arm_stopped_early_resumes_from_committed_runs_and_refuses_another
     assert "| VPO − GRPO | deciding | pooled_best@2 | 2 |" in decision
     assert "| VPO stopped early − GRPO stopped early | secondary | E_w[best@2] | 2 |" in decision
     assert "The gap's growth with k" in decision and (out / "differences.png").is_file()
+    swapped = compare.read_json(str(out / "runs" / "vpo-s1" / "summary.json"))   # a GRPO run under VPO's name
+    (out / "runs" / "vpo-s1" / "summary.json").write_text(json.dumps({**swapped, "algo": "grpo"}))
+    with pytest.raises(compare.UsageError, match="vpo-s1: a run of grpo, where VPO trains --algo vpo"):
+        compare.read_runs(read_config(str(path)), str(out))
+    (out / "runs" / "vpo-s1" / "summary.json").write_text(json.dumps(swapped))
     assert "![early stopping](validation.png)" in text and (out / "validation.png").is_file()
     # seed 0 committed: a fresh --out trains seed 1 only
     for name in ("grpo-s0", "vpo-s0"):
