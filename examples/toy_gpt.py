@@ -58,17 +58,31 @@ def train_args(algo, m, steps, seed, out):
             *EVAL, "--out_dir", out, "--run_name", f"{algo}-m{m}-s{seed}", "--overwrite"]
 
 
-def learned_sets(path, m, problems=32, samples=8, seed=0):
-    """The sets of answers a checkpoint writes on held-out problems at T = 0.7: Counter of sorted tuples of its
-    valid, distinct answers. The task is the checkpoint's own (runs.cli.load_run), so a pretrained model's run is
-    read in its chat format."""
+def written_answers(path, m, problems=32, samples=8, seed=0):
+    """Each rollout's valid answers, repeats kept, that a checkpoint writes on held-out problems at T = 0.7. The
+    task is the checkpoint's own (runs.cli.load_run), so a pretrained model's run is read in its chat format."""
     model, _, task, _ = load_run(path)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         _, _, texts, _, _ = rollout(model, task, task.problems("test", problems, seed=0), m, samples, 0.7,
                                     generator=g)
-    return Counter(tuple(sorted({a.strip() for a in task.parse(t, m) if a.strip() in NAMES}))
-                   for t in texts)
+    return [[a.strip() for a in task.parse(t, m) if a.strip() in NAMES] for t in texts]
+
+
+def learned_sets(path, m, problems=32, samples=8, seed=0):
+    """The sets of answers a checkpoint writes (written_answers): Counter of sorted tuples of each rollout's valid,
+    distinct answers."""
+    return sets_of(written_answers(path, m, problems, samples, seed))
+
+
+def answer_counts(rollouts):
+    """Counter of every valid answer the rollouts write, repeats within a rollout counted."""
+    return Counter(a for answers in rollouts for a in answers)
+
+
+def sets_of(rollouts):
+    """Counter of each rollout's distinct answers, sorted: the set it writes."""
+    return Counter(tuple(sorted(set(answers))) for answers in rollouts)
 
 
 def set_value(words, u_points=100_001):
@@ -91,17 +105,19 @@ def line(label, m, sets):
 
 
 def read_sets(runs):
-    """{run name: {"m": m, "sets": [[answers, count], ...] most common first}} of every run under runs (its
-    summary.json's m), at the settings of learned_sets; written to runs/sets.json. A run of SmolLM2 (train.py
-    --init smollm2) is read as the chat model it is."""
+    """{run name: {"m": m, "sets": [[answers, count], ...] most common first, "answers": {answer: count}}} of every
+    run under runs (its summary.json's m), at the settings of learned_sets; written to runs/sets.json. A run of
+    SmolLM2 (train.py --init smollm2) is read as the chat model it is."""
     found = {}
     for name in sorted(os.listdir(runs)):
         ckpt, summary = os.path.join(runs, name, "ckpt.pt"), os.path.join(runs, name, "summary.json")
         if os.path.isfile(ckpt) and os.path.isfile(summary):
             with open(summary) as f:
                 m = json.load(f)["metrics"]["m"]
-            sets = learned_sets(ckpt, m)
-            found[name] = {"m": m, "sets": [[list(words), n] for words, n in sets.most_common()]}
+            rollouts = written_answers(ckpt, m)
+            sets, answers = sets_of(rollouts), answer_counts(rollouts)
+            found[name] = {"m": m, "sets": [[list(words), n] for words, n in sets.most_common()],
+                           "answers": dict(answers.most_common())}   # every valid answer, repeats counted
             print(line(name, m, sets))
     with open(os.path.join(runs, "sets.json"), "w") as f:
         json.dump(found, f, indent=1)

@@ -35,3 +35,13 @@ def test_the_toy_through_the_gpt_prints_a_line_per_method(tmp_path, monkeypatch,
     assert toy_gpt.set_value(["left", "right"]) == pytest.approx(0.75, abs=1e-6)
     assert toy_gpt.set_value(["left", "middle"]) == pytest.approx(0.68, abs=1e-6)
     assert toy_gpt.set_value(["left", "right", "middle"]) == pytest.approx(0.76, abs=1e-6)
+    # --read: each run's sets, and every valid answer with repeats (a set of one answer may be written twice)
+    found = toy_gpt.read_sets(str(tmp_path))
+    assert sorted(found) == ["grpo-m2-s0", "multi_rlvr_max-m2-s0", "vpo-m2-s0"]
+    for name, run in found.items():
+        distinct, written = sum(len(w) * n for w, n in run["sets"]), sum(run["answers"].values())
+        assert sum(n for _, n in run["sets"]) == 32 * 8 and distinct <= written <= run["m"] * 32 * 8, name
+        assert written == distinct or run["m"] > 1, name                       # one answer a rollout: no repeats
+    assert toy_gpt.sets_of([["middle", "middle"], ["right", "left"], []]) == {("middle",): 1, ("left", "right"): 1,
+                                                                              (): 1}
+    assert toy_gpt.answer_counts([["middle", "middle"], ["right", "left"], []]) == {"middle": 2, "left": 1, "right": 1}
