@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from results.jobs import (METRICS, OWNED, ROOT, Arm, Setup, check_warm_starts, committed, git, read_config,
-                          run_name, run_queue, seed_digests, train_entry, train_job)
+                          run_name, run_queue, seed_digests, train_entry, train_job, warm_start_line)
 from results.searched import (BASE, KINDS, answers_per_call, arms_of, hard_path, per_run, read_searches, run_args,
                               search_lines, search_queue, stop_step, validation_job, verdict_rows)
 from results.tables import (at_step, base_metrics, decision_lines, metric_lines, paired_lines, read_json, read_run,
@@ -316,19 +316,6 @@ def commit():
     head = git("rev-parse", "--short", "HEAD")
     dirty = head and git("status", "--porcelain", "--untracked-files=no")
     return (head or "unknown") + (" + uncommitted changes" if dirty else "")
-
-
-def warm_start_line(runs):
-    """Which warm starts the runs started from (summary.json's weights digest), each with its runs where they differ:
-    a configuration's runs share one, and a report must show it if they do not."""
-    by = {}
-    for label, rs in runs.items():
-        for r in rs:
-            if "stopped_at" not in r:   # an arm stopped early is its arm's runs again
-                by.setdefault(r["summary"].get("warm_start") or "none recorded", []).append(f"{label} s{r['seed']}")
-    if len(by) <= 1:
-        return f"- Warm start: every run from {next(iter(by), 'none')}."
-    return "- Warm starts differ: " + "; ".join(f"{d}: {', '.join(names)}" for d, names in by.items()) + "."
 
 
 def configuration_lines(setup, out, runs, command, started, failed, report):

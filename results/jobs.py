@@ -236,6 +236,19 @@ def committed(setup):
     return found
 
 
+def warm_start_line(runs):
+    """Which warm starts the runs started from (summary.json's weights digest), each with its runs where they differ:
+    a configuration's runs share one, and a report must show it if they do not."""
+    by = {}
+    for label, rs in runs.items():
+        for r in rs:
+            if "stopped_at" not in r:   # an arm stopped early is its arm's runs again
+                by.setdefault(r["summary"].get("warm_start") or "none recorded", []).append(f"{label} s{r['seed']}")
+    if len(by) <= 1:
+        return f"- Warm start: every run from {next(iter(by), 'none')}."
+    return "- Warm starts differ: " + "; ".join(f"{d}: {', '.join(names)}" for d, names in by.items()) + "."
+
+
 def seed_digests(setup):
     """{seed: the weights digest of the warm start its committed runs started from}: a seed's runs are paired, so
     its remaining arms must start from the same warm start. Committed runs of one seed that disagree: UsageError."""
