@@ -99,15 +99,16 @@ def table(header, rows, note=STD_NOTE):
 
 def paired(runs, a, b, key, ks=None, step=None):
     """Per seed d_s(k) = key@k(a, s) − key@k(b, s) at an evaluation step (default: the end) for the seeds both
-    finished, at each of ks (default: every k of the metric). -> (seeds, {k: [d_s]})."""
+    finished, at each of ks (default: every k of the metric); a seed where either run lacks key@k is left out of that
+    k. -> (seeds, {k: {seed: d_s}})."""
     def metrics(r):
         return r["summary"]["metrics"] if step is None else at_step(r, step)
     ra = {r["seed"]: metrics(r) for r in runs.get(a, []) if metrics(r)}
     rb = {r["seed"]: metrics(r) for r in runs.get(b, []) if metrics(r)}
     seeds = sorted(set(ra) & set(rb))
     ks = ks or sorted({int(k) for s in seeds for k in ra[s].get(key) or {}})
-    return seeds, {k: [value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
-                       if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None] for k in ks}
+    return seeds, {k: {s: value(ra[s], key, k) - value(rb[s], key, k) for s in seeds
+                       if value(ra[s], key, k) is not None and value(rb[s], key, k) is not None} for k in ks}
 
 
 def run_note(n, detectable=False, source="[runstats.py](runstats.py)"):
@@ -133,14 +134,11 @@ def run_level(ds, a, b):
 
 def paired_rows(runs, a, b, key, ks=None):
     """(seeds, rows): a − b per evaluation step and k, each run of a paired with the run of b of the same seed: the
-    step, k, each seed's difference, then the run-level columns (run_level)."""
-    rows, seen = [], []
-    for step, shown in pair_steps(runs, a, b):
-        seeds, diffs = paired(runs, a, b, key, ks, step)
-        seen = seen or seeds
-        rows += [[shown, f"k={k}"] + [f"{d:+.3f}" for d in ds] + [""] * (len(seen) - len(ds)) + run_level(ds, a, b)
-                 for k, ds in diffs.items() if ds]
-    return seen, rows
+    step, k, each seed's difference (blank where that seed has none), then the run-level columns (run_level)."""
+    found = [(shown, paired(runs, a, b, key, ks, step)[1]) for step, shown in pair_steps(runs, a, b)]
+    seeds = sorted({s for _, diffs in found for d in diffs.values() for s in d})
+    return seeds, [[shown, f"k={k}"] + [f"{d[s]:+.3f}" if s in d else "" for s in seeds]
+                   + run_level(list(d.values()), a, b) for shown, diffs in found for k, d in diffs.items() if d]
 
 
 RUN_HEADER = ["mean", "95% interval over runs", "p (exact)", "reading", "detectable"]
@@ -181,7 +179,7 @@ def verdict_lines(runs, pairs, key="pooled_best@k"):
         if steps:
             step, shown = steps[-1]
             _, diffs = paired(runs, b, first, key, step=step)
-            k, ds = max((k, ds) for k, ds in diffs.items() if ds)
+            k, ds = max((k, list(d.values())) for k, d in diffs.items() if d)
             rows.append([f"{b} − {first}", shown, f"k={k}", str(len(ds)), *run_level(ds, b, first),
                          f"{smallest_p(len(ds)):.3g}"])
     if not rows:

@@ -153,6 +153,19 @@ def test_runs_are_paired_by_seed():
     assert (lo, hi) == (pytest.approx(0.25 - half, abs=1e-3), pytest.approx(0.25 + half, abs=1e-3))
 
 
+def test_a_seed_missing_a_value_leaves_its_own_cell_blank():
+    """Seed 0 lacks k=4 at step 5 and seed 2 has no step 3: every difference stays under its own seed's column."""
+    grpo = [run({3: {"4": 0.1}, 5: {"4": None, "1": 0.1}}, 0), run({3: {"4": 0.2}, 5: {"4": 0.2, "1": 0.1}}, 1),
+            run({5: {"4": 0.3, "1": 0.1}}, 2)]
+    vpo = [run({3: {"4": 0.5}, 5: {"4": 0.5, "1": 0.2}}, 0), run({3: {"4": 0.6}, 5: {"4": 0.7, "1": 0.2}}, 1),
+           run({5: {"4": 0.9, "1": 0.2}}, 2)]
+    seeds, rows = paired_rows({"grpo": grpo, "vpo": vpo}, "vpo", "grpo", "pooled_best@k")
+    assert seeds == [0, 1, 2]
+    assert [r[:5] for r in rows] == [["3", "k=4", "+0.400", "+0.400", ""], ["5", "k=1", "+0.100", "+0.100", "+0.100"],
+                                     ["5", "k=4", "", "+0.500", "+0.600"]]
+    assert rows[2][5] == "+0.550"
+
+
 def test_six_runs_can_reach_a_reading():
     """With six pairs all of one sign the exact test gives 2/64 and a reading, and the detectable difference."""
     grpo = [run({3: {"1": 0.1 * s}}, s) for s in range(6)]

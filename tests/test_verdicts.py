@@ -72,7 +72,7 @@ def test_results_md_holds_every_verdict_this_test_checks():
 @pytest.mark.parametrize("row", sorted(TRAINING), ids=lambda r: f"{r[0]}, {r[1]}")
 def test_a_training_verdict_of_results_md_is_what_report_computes(row):
     name, a, b, key, k, step = TRAINING[row]
-    ds = paired(runs_of(name), a, b, key, [k], step)[1][k]
+    ds = list(paired(runs_of(name), a, b, key, [k], step)[1][k].values())
     mean, interval, p = run_level(ds, a, b)[:3]
     assert verdict_table()[row] == (" / ".join(f"{d:+.3f}" for d in ds), mean, interval, p)
 
@@ -137,7 +137,7 @@ def test_metric_chooses_the_headline(tmp_path):
                          "E_w[best@k]", "--out", str(out)]) == 0
     head = (out / "compare.md").read_text().split("## Configuration")[0]
     assert head.startswith("# results.compare") and "E_w[best@k] at the last step and the largest k" in head
-    ds = paired(runs_of("maze_v3"), "VPO", "GRPO", "E_w[best@k]", [48], 1000)[1][48]
+    ds = list(paired(runs_of("maze_v3"), "VPO", "GRPO", "E_w[best@k]", [48], 1000)[1][48].values())
     assert f"| VPO − GRPO | 1000 | k=48 | 3 | {run_level(ds, 'VPO', 'GRPO')[0]} |" in head
 
 
@@ -253,7 +253,7 @@ def test_the_toy_sets_are_what_results_readme_says(m):
     text = text[:min(i for i in (text.find("**At m =", 1), text.find("\n## ")) if i > 0)]
     from results.runstats import differences_comparison
     runs = runs_of(f"toy_sets_m{m}")
-    ds = paired(runs, "VPO", "Multi-RLVR with the max", "E_w[best@k]", step=200)[1][m]
+    ds = list(paired(runs, "VPO", "Multi-RLVR with the max", "E_w[best@k]", step=200)[1][m].values())
     mean, interval, p = run_level(ds, "VPO", "Multi-RLVR with the max")[:3]
     claim = f"is {mean} {interval}, exact p {float(p):.2g} over {len(ds)} seeds".replace("-", "−")
     assert claim in text.replace("\n", " "), claim
