@@ -47,7 +47,9 @@ def get_parser():
     p.add_argument("--seed", type=int, default=0, help="RL seed of every method (the warm start is shared)")
     p.add_argument("--out", default="out/toy-gpt", help="directory of the warm start and the three runs")
     p.add_argument("--read", metavar="RUNS", help="instead: the sets every checkpoint RUNS/*/ckpt.pt writes (a "
-                   "results.compare runs directory), printed and written to RUNS/sets.json")
+                   "results.compare runs directory), printed and written to RUNS/sets.json, then --summary of it")
+    p.add_argument("--summary", metavar="SETS_JSON", help="instead: per arm, the set each run writes most often and "
+                   "the shares of corners and of the compromise among each run's answers, from a --read sets.json")
     return p
 
 
@@ -121,7 +123,36 @@ def read_sets(runs):
             print(line(name, m, sets))
     with open(os.path.join(runs, "sets.json"), "w") as f:
         json.dump(found, f, indent=1)
+    print("\n".join(summary(found)))
     return found
+
+
+SET_NAMES = {("left", "right"): "both corners", ("left", "middle"): "a corner and the compromise",
+             ("middle", "right"): "a corner and the compromise", ("middle",): "the compromise"}
+
+
+def answer_shares(answers):
+    """(corners, compromise): their shares among a run's valid answers ({answer: count}, repeats counted)."""
+    n = sum(answers.values())
+    return ((answers.get("left", 0) + answers.get("right", 0)) / n, answers.get("middle", 0) / n) if n else (0.0, 0.0)
+
+
+def summary(found):
+    """Lines of a table, one row per arm (a run's name before "-sN"): how many runs write each set most often, then
+    the share of corners and of the compromise among each run's valid answers, seed by seed (a read_sets dict)."""
+    arms = {}
+    for name, run in sorted(found.items(), key=lambda x: (x[0].rsplit("-s", 1)[0], int(x[0].rsplit("-s", 1)[1]))):
+        arms.setdefault(name.rsplit("-s", 1)[0], []).append(run)
+    kinds = ("both corners", "a corner and the compromise", "the compromise", "other")
+    lines = ["| arm | runs | " + " | ".join(kinds) + " | corners among its answers, per run | the compromise, per run |",
+             "|---" * (len(kinds) + 4) + "|"]
+    for arm, rs in arms.items():
+        modal = Counter(SET_NAMES.get(tuple(sorted(r["sets"][0][0])), "other") for r in rs)
+        shares = [answer_shares(r["answers"]) if "answers" in r else None for r in rs]
+        per_run = [" ".join("-" if s is None else f"{s[i]:.2f}" for s in shares) for i in (0, 1)]
+        lines.append(f"| {arm} | {len(rs)} | " + " | ".join(str(modal[k]) for k in kinds) + f" | {per_run[0]} | "
+                     f"{per_run[1]} |")
+    return lines
 
 
 def main(argv=None):
@@ -129,6 +160,10 @@ def main(argv=None):
     torch.set_num_threads(1)   # as results.compare's runs train: seed s here is seed s of toy_sets_m2.json
     if args.read:
         read_sets(args.read)
+        return 0
+    if args.summary:
+        with open(args.summary) as f:
+            print("\n".join(summary(json.load(f))))
         return 0
     t0 = time.perf_counter()
     print(f"toy through the GPT: {args.steps} RL steps per method from one warm start, sampled at T = 0.7 on 32 "

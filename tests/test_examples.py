@@ -1,5 +1,6 @@
 """examples/toy.py: the authors' smallest demonstration through this repository's estimators and loss; and
 examples/toy_gpt.py, the same toy through the GPT."""
+import json
 import os
 import subprocess
 import sys
@@ -45,3 +46,20 @@ def test_the_toy_through_the_gpt_prints_a_line_per_method(tmp_path, monkeypatch,
     assert toy_gpt.sets_of([["middle", "middle"], ["right", "left"], []]) == {("middle",): 1, ("left", "right"): 1,
                                                                               (): 1}
     assert toy_gpt.answer_counts([["middle", "middle"], ["right", "left"], []]) == {"middle": 2, "left": 1, "right": 1}
+
+
+def test_the_toy_summary_counts_each_runs_set_and_its_shares_by_hand(tmp_path, capsys):
+    """--summary: per arm, how many runs write each set most often (seeds ordered as numbers: s10 after s2), and
+    each run's share of corners and of the compromise among its answers; a run read before "answers" shows "-"."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import toy_gpt
+    found = {"vpo-s10": {"m": 2, "sets": [[["left", "right"], 5]], "answers": {"left": 5, "right": 5}},
+             "vpo-s2": {"m": 2, "sets": [[["left", "middle"], 3], [["middle"], 1]], "answers": {"left": 3, "middle": 5}},
+             "grpo-s0": {"m": 1, "sets": [[["middle"], 7], [[], 1]]},
+             "multi_rlvr_max-s0": {"m": 2, "sets": [[[], 4]], "answers": {}}}
+    (tmp_path / "sets.json").write_text(json.dumps(found))
+    assert toy_gpt.main(["--summary", str(tmp_path / "sets.json")]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2:] == ["| grpo | 1 | 0 | 0 | 1 | 0 | - | - |",
+                        "| multi_rlvr_max | 1 | 0 | 0 | 0 | 1 | 0.00 | 0.00 |",
+                        "| vpo | 2 | 1 | 1 | 0 | 0 | 0.38 1.00 | 0.62 0.00 |"]
