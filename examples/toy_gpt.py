@@ -123,7 +123,7 @@ def read_sets(runs):
             print(line(name, m, sets))
     with open(os.path.join(runs, "sets.json"), "w") as f:
         json.dump(found, f, indent=1)
-    print("\n".join(summary(found)))
+    print("\n".join(sets_table(found)))
     return found
 
 
@@ -137,7 +137,7 @@ def answer_shares(answers):
     return ((answers.get("left", 0) + answers.get("right", 0)) / n, answers.get("middle", 0) / n) if n else (0.0, 0.0)
 
 
-def summary(found):
+def sets_table(found):
     """Lines of a table, one row per arm (a run's name before "-sN"): how many runs write each set most often, then
     the share of corners and of the compromise among each run's valid answers, seed by seed (a read_sets dict)."""
     arms = {}
@@ -163,7 +163,7 @@ def main(argv=None):
         return 0
     if args.summary:
         with open(args.summary) as f:
-            print("\n".join(summary(json.load(f))))
+            print("\n".join(sets_table(json.load(f))))
         return 0
     t0 = time.perf_counter()
     print(f"toy through the GPT: {args.steps} RL steps per method from one warm start, sampled at T = 0.7 on 32 "

@@ -111,7 +111,7 @@ def decided_figure(runs, decide, key, path):
             pairs[f"{a} − {b}" + (f", {metric}" if metric != key else "")] = ds
     if pairs:
         differences_figure(pairs, decide.get("matters"), path, f"{key.replace('@k', '@' + str(decide['k']))}"
-                           .replace("_", " ") + ", each pair per run")
+                           .replace("pooled_", "pooled ") + ", each pair per run")
 
 
 def validation_figure(runs, stopped, path):
