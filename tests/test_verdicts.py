@@ -285,3 +285,41 @@ def test_maze_table_md_holds_what_report_writes():
         low, high = row[5].strip("[]").split(", ")
         cell = f"{row[4]} [{low}, {high}], {float(row[7]):.2g}".replace("-", "−")
         assert f"| {row[0]} (deciding) |" in reading and cell in reading, cell
+
+
+def test_the_smollm2_toy_is_what_results_readme_says():
+    """results/README.md's toy on SmolLM2: both planned pairs in E_w[best@2] over the 6 seeds (mean, interval, exact
+    p), each arm's E_w[best@2] and best@2 beside the GPT toy's (the warm start's from the runs' base evaluation), and
+    the table of sets, as `examples/toy_gpt.py --summary` prints it from the committed sets.json."""
+    import sys
+    import numpy as np
+    from results.tables import base_metrics, value
+    sys.path.insert(0, os.path.join(compare.ROOT, "examples"))
+    import toy_gpt
+    with open(README_RESULTS, encoding="utf-8") as f:
+        text = f.read()
+    text = text[text.index("## The toy on SmolLM2"):]
+    text = text[:text.index("\n## ")]
+    flat = text.replace("\n", " ")
+    runs, gpt = runs_of("smollm2_toy_m2"), runs_of("toy_sets_m2")
+    for b, words in (("GRPO", "exact p {p} over 6 seeds"), ("Multi-RLVR with the max", "p {p}")):
+        ds = list(paired(runs, "VPO", b, "E_w[best@k]", [2])[1][2].values())
+        mean, interval, p = run_level(ds, "VPO", b)[:3]
+        assert len(ds) == 6 and f"{mean} {interval}, {words.format(p=f'{float(p):.2g}')}" in flat, (b, mean, p)
+
+    def cells(rs, key):
+        return f"{np.mean([value(r['summary']['metrics'], key, 2) for r in rs]):.3f}"
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:6]] for line in text.splitlines()
+            if line.startswith("| ") and line.count("|") == 6}
+    for label, arm in (("GRPO (one answer)", "GRPO"), ("VPO", "VPO"), ("Multi-RLVR with the max",) * 2):
+        assert rows[label] == [cells(runs[arm], "E_w[best@k]"), cells(gpt[arm], "E_w[best@k]"),
+                               cells(runs[arm], "best@k"), cells(gpt[arm], "best@k")], label
+    bases = base_metrics(runs)[2], base_metrics(gpt)[2]   # the warm start sampled with two answers a rollout
+    assert rows["the warm start (m = 2)"] == [f"{value(m, key, 2):.3f}" for key in ("E_w[best@k]", "best@k")
+                                              for m in bases]
+    with open(os.path.join(compare.ROOT, "results", "runs", "smollm2-toy-m2", "sets.json"), encoding="utf-8") as f:
+        table = toy_gpt.sets_table(json.load(f))
+    names = {"grpo": "GRPO (one answer)", "multi_rlvr_max": "Multi-RLVR with the max", "vpo": "VPO"}
+    for row in table[2:]:
+        slug = row.split("|")[1].strip()
+        assert row.replace(f"| {slug} |", f"| {names[slug]} |", 1) in text, row
