@@ -96,6 +96,7 @@ def differences_figure(pairs, matters, path, title):
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(len(pairs)), list(pairs)[::-1], fontsize=8)
     ax.set_ylim(-0.6, len(pairs) - 0.4)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(6))   # labels of a narrow range apart
     _label(ax, title, "A − B per training run (a point per seed; the bar: their mean)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -166,7 +166,8 @@ def metric_lines(runs, bases, captions):
             rows += [[label, "0 (base)", "-"] + [pm([value(base, key, k)]) for k in ks]] if base else []
             for step in eval_steps(rs):
                 got = [m for m in (at_step(r, step) for r in rs) if m]
-                rows.append([label, str(step), str(len(got))] + [pm([value(m, key, k) for m in got]) for k in ks])
+                rows.append([label, "t*" if stopped_early(rs) else str(step), str(len(got))]   # each run at its own t*
+                            + [pm([value(m, key, k) for m in got]) for k in ks])
         lines += [caption, ""] + table(["method", "step", "seeds"] + [f"k={k}" for k in ks], rows) + [""] if ks else []
     return lines
 

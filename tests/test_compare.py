@@ -438,7 +438,7 @@ def test_two_arms_stopped_early_pair_by_seed_whatever_their_lengths(tmp_path):
     against a trained one reads "t* / 500". A finished run with no t* is named, never dropped in silence."""
     import json
     from results.jobs import read_config
-    from results.tables import pair_steps, paired_rows, verdict_lines
+    from results.tables import metric_lines, pair_steps, paired_rows, verdict_lines
 
     def run(seed, best, steps, t=None):
         r = scored(seed, {"48": best}, stopped_at=t)
@@ -454,6 +454,8 @@ def test_two_arms_stopped_early_pair_by_seed_whatever_their_lengths(tmp_path):
     assert "| fine − coarse | t* | k=48 | 3 | +0.090 |" in text, text
     seeds, rows = paired_rows(runs, "fine", "coarse", "pooled_best@k")
     assert seeds == [8, 9, 10] and rows[0][:5] == ["t*", "k=48", "+0.080", "+0.090", "+0.100"]
+    table = "\n".join(metric_lines(runs, {}, {"pooled_best@k": "### pooled best@k"}))
+    assert "| coarse | t* | 3 |" in table and "| GRPO | 500 | 3 |" in table, table   # stopped: each run at its t*
     config = {"task": "toy", "seeds": [8, 9, 10], "steps": 500, "eval_every": 25, "flags": [],
               "stopped": [{"arm": "GRPO", "label": "coarse"}],
               "arms": [{"label": "GRPO", "slug": "grpo", "flags": ["--algo", "grpo"]},
