@@ -323,3 +323,25 @@ def test_the_smollm2_toy_is_what_results_readme_says():
     for row in table[2:]:
         slug = row.split("|")[1].strip()
         assert row.replace(f"| {slug} |", f"| {names[slug]} |", 1) in text, row
+
+
+def test_maze_early_stop_md_holds_what_report_writes():
+    """results/maze_early_stop.md's section "The decision" and what follows are what `python -m results.compare
+    --config results/experiments/maze_early_stop.json --report` writes, and its reading table gives the deciding
+    pair and the final weights as the committed runs do: −0.003 [−0.009, +0.003], p 0.25; +0.043 at step 500."""
+    from results.tables import decision_lines, family_rows, written_lines
+    setup = read_config(os.path.join(EXPERIMENTS, "maze_early_stop.json"))
+    runs = compare.read_runs(setup, None, report=True)
+    with open(os.path.join(compare.ROOT, "results", "maze_early_stop.md"), encoding="utf-8") as f:
+        text = f.read()
+    lines = decision_lines(runs, setup.decide, "pooled_best@k") + written_lines(runs)
+    assert text[text.index("\n## The decision\n") + 1:] == "\n".join(lines) + "\n"
+    reading = text[text.index("## The reading"):text.index("## What the checkpoints write")]
+    (row,) = family_rows(runs, setup.decide["pairs"], "pooled_best@k", 48, "deciding", 0.02)
+    low, high = row[5].strip("[]").split(", ")
+    cell = f"| {row[4]} [{low}, {high}] | {float(row[6]):.2g} | {row[8]} |".replace("-", "−")
+    assert f"| {row[0]} (deciding) | each run at its t\\* {cell}" in reading, cell
+    ds = list(paired(runs, "VPO", "GRPO", "pooled_best@k", [48], 500)[1][48].values())
+    mean, interval, p = run_level(ds, "VPO", "GRPO")[:3]
+    cell = f"| {mean} {interval} | {float(p):.1g} |".replace("-", "−")
+    assert f"| VPO − GRPO (beside) | step 500 {cell}" in reading, cell
