@@ -345,3 +345,15 @@ def test_maze_early_stop_md_holds_what_report_writes():
     mean, interval, p = run_level(ds, "VPO", "GRPO")[:3]
     cell = f"| {mean} {interval} | {float(p):.1g} |".replace("-", "−")
     assert f"| VPO − GRPO (beside) | step 500 {cell}" in reading, cell
+    grid = read_config(os.path.join(EXPERIMENTS, "maze_early_stop_grid.json"))   # amendment 1, the check of the grid
+    runs = compare.read_runs(grid, None, report=True)
+    check = " ".join(text[text.index("## The check of the grid"):text.index("\n## The decision")].split())
+    ds = list(paired(runs, *grid.pairs[0], "pooled_best@k", [48])[1][48].values())
+    mean, interval, p = run_level(ds, *grid.pairs[0])[:3]
+    claim = f"is {mean} {interval} in pooled best@48, exact p {float(p):.2g} over 10 runs".replace("-", "−")
+    assert len(ds) == 10 and claim in check, claim
+    assert "t\\* on the 5-step grid**: " + " ".join(
+        f"s{r['seed']}:{r['stopped_at']}" for r in runs["GRPO stopped early, 5-step grid"]) in check
+    for step in (0, 25, 50):   # the by-product: evaluating every 5 steps leaves training alone
+        assert all(d == 0 for ds in paired(runs, "GRPO, 5-step grid to step 50", "GRPO", "pooled_best@k",
+                                           step=step)[1].values() for d in ds.values()), step
