@@ -287,8 +287,8 @@ def test_maze_table_md_holds_what_report_writes():
         assert f"| {row[0]} (deciding) |" in reading and cell in reading, cell
 
 
-def test_the_smollm2_toy_is_what_results_readme_says():
-    """results/README.md's toy on SmolLM2: both planned pairs in E_w[best@2] over the 6 seeds (mean, interval, exact
+def test_smollm2_toy_md_is_what_the_committed_runs_give():
+    """results/smollm2_toy.md: both planned pairs in E_w[best@2] over the 6 seeds (mean, interval, exact
     p), each arm's E_w[best@2] and best@2 beside the GPT toy's (the warm start's from the runs' base evaluation), and
     the table of sets, as `examples/toy_gpt.py --summary` prints it from the committed sets.json."""
     import sys
@@ -296,10 +296,8 @@ def test_the_smollm2_toy_is_what_results_readme_says():
     from results.tables import base_metrics, value
     sys.path.insert(0, os.path.join(compare.ROOT, "examples"))
     import toy_gpt
-    with open(README_RESULTS, encoding="utf-8") as f:
+    with open(os.path.join(compare.ROOT, "results", "smollm2_toy.md"), encoding="utf-8") as f:
         text = f.read()
-    text = text[text.index("## The toy on SmolLM2"):]
-    text = text[:text.index("\n## ")]
     flat = text.replace("\n", " ")
     runs, gpt = runs_of("smollm2_toy_m2"), runs_of("toy_sets_m2")
     for b, words in (("GRPO", "exact p {p} over 6 seeds"), ("Multi-RLVR with the max", "p {p}")):
