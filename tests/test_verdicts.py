@@ -269,18 +269,26 @@ def test_the_toy_sets_are_what_results_readme_says(m):
         assert [int(c) if c.strip() != "-" else 0 for c in row.split("|")[2:5]] == cells, (label, row, cells)
 
 
+def decided_page(name):
+    """(setup, runs, the page, its section "The reading") of results/NAME.md, after checking that its section "The
+    decision" and what follows are what `python -m results.compare --config results/experiments/NAME.json --report`
+    writes there."""
+    from results.tables import decision_lines, written_lines
+    setup = read_config(os.path.join(EXPERIMENTS, f"{name}.json"))
+    runs = compare.read_runs(setup, None, report=True)
+    with open(os.path.join(compare.ROOT, "results", f"{name}.md"), encoding="utf-8") as f:
+        text = f.read()
+    lines = decision_lines(runs, setup.decide, "pooled_best@k") + written_lines(runs)
+    assert text[text.index("\n## The decision\n") + 1:] == "\n".join(lines) + "\n"
+    return setup, runs, text, text[text.index("## The reading"):text.index("## What the checkpoints write")]
+
+
 def test_maze_table_md_holds_what_report_writes():
     """results/maze_table.md's section "The decision" and what follows are what `python -m results.compare --config
     results/experiments/maze_table.json --report` writes, and its reading table gives the deciding pairs as that
     section does: VPO − Max@k +0.018 [+0.003, +0.032], Holm p 0.016; VPO − GRPO +0.123 [+0.092, +0.154]."""
-    from results.tables import decision_lines, family_rows, written_lines
-    setup = read_config(os.path.join(EXPERIMENTS, "maze_table.json"))
-    runs = compare.read_runs(setup, None, report=True)
-    with open(os.path.join(compare.ROOT, "results", "maze_table.md"), encoding="utf-8") as f:
-        text = f.read()
-    lines = decision_lines(runs, setup.decide, "pooled_best@k") + written_lines(runs)
-    assert text[text.index("\n## The decision\n") + 1:] == "\n".join(lines) + "\n"
-    reading = text[text.index("## The reading"):text.index("## What the checkpoints write")]
+    from results.tables import family_rows
+    setup, runs, text, reading = decided_page("maze_table")
     for row in family_rows(runs, setup.decide["pairs"], "pooled_best@k", 48, "deciding", 0.02):
         low, high = row[5].strip("[]").split(", ")
         cell = f"{row[4]} [{low}, {high}], {float(row[7]):.2g}".replace("-", "−")
@@ -327,14 +335,8 @@ def test_maze_early_stop_md_holds_what_report_writes():
     """results/maze_early_stop.md's section "The decision" and what follows are what `python -m results.compare
     --config results/experiments/maze_early_stop.json --report` writes, and its reading table gives the deciding
     pair and the final weights as the committed runs do: −0.003 [−0.009, +0.003], p 0.25; +0.043 at step 500."""
-    from results.tables import decision_lines, family_rows, written_lines
-    setup = read_config(os.path.join(EXPERIMENTS, "maze_early_stop.json"))
-    runs = compare.read_runs(setup, None, report=True)
-    with open(os.path.join(compare.ROOT, "results", "maze_early_stop.md"), encoding="utf-8") as f:
-        text = f.read()
-    lines = decision_lines(runs, setup.decide, "pooled_best@k") + written_lines(runs)
-    assert text[text.index("\n## The decision\n") + 1:] == "\n".join(lines) + "\n"
-    reading = text[text.index("## The reading"):text.index("## What the checkpoints write")]
+    from results.tables import family_rows
+    setup, runs, text, reading = decided_page("maze_early_stop")
     (row,) = family_rows(runs, setup.decide["pairs"], "pooled_best@k", 48, "deciding", 0.02)
     low, high = row[5].strip("[]").split(", ")
     cell = f"| {row[4]} [{low}, {high}] | {float(row[6]):.2g} | {row[8]} |".replace("-", "−")
