@@ -233,9 +233,10 @@ README_RESULTS = os.path.join(compare.ROOT, "results", "README.md")
 
 def modal_set_counts(sets):
     """{arm slug: Counter of the set its runs write most often, named as results/README.md's toy table names them}."""
+    import sys
     from collections import Counter
-    names = {("left", "right"): "both corners", ("left", "middle"): "a corner and the compromise",
-             ("middle", "right"): "a corner and the compromise", ("middle",): "the compromise"}
+    sys.path.insert(0, os.path.join(compare.ROOT, "examples"))
+    from toy_gpt import SET_NAMES as names   # the names examples/toy_gpt.py --summary prints
     counts = {}
     for run, found in sets.items():
         words = tuple(sorted(found["sets"][0][0]))
